@@ -1,0 +1,78 @@
+"""Atomic, mode-keeping file writes: the one way this package writes a file.
+
+Every write goes: temp file in the same folder -> write -> fsync -> os.replace -> fsync(folder),
+so a crash leaves each file either old or new (PRODUCT.md safety rule 5). `WRITE_HOOKS` lets the
+fault-injection tests stop a run at the Nth write point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+# Called with the target path just before each os.replace / rename that publishes a change.
+# Tests append a hook that raises (or os._exit) at the Nth call.
+WRITE_HOOKS: list[Callable[[Path], None]] = []
+
+
+def run_write_hooks(path: Path) -> None:
+    for hook in WRITE_HOOKS:
+        hook(path)
+
+
+def fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Replace `path` with `data` atomically.
+
+    An existing file keeps its mode and owner; a new file gets `mode` (0600 for secrets) from the
+    moment it exists, never wider. A symlink is written through to its target, as Hermes does.
+    """
+    path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
+    folder = path.parent
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    final_mode = stat.S_IMODE(st.st_mode) if st else mode
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        os.fchmod(fd, final_mode & 0o777)
+        if st is not None and os.geteuid() == 0:
+            with contextlib.suppress(OSError):
+                os.fchown(fd, st.st_uid, st.st_gid)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        run_write_hooks(path)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(folder)
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def publish_dir(staging: Path, final: Path) -> None:
+    """Publish a fully built directory with one rename (a half-built profile is never visible)."""
+    run_write_hooks(final)
+    os.rename(staging, final)
+    fsync_dir(final.parent)
