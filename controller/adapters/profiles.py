@@ -1,0 +1,473 @@
+"""Named Hermes profiles on disk: list, create (staged + one rename), back up, restore.
+
+The reconciler calls these to make `profiles/<name>/` exist or go away. Layout facts come from
+hermes-agent 0.19 `hermes_cli/profiles.py` (hermes-formats.md section A); tombstones and the
+channel strip on clone come from Hermes main. Nothing outside the Hermes root is ever written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import stat
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from controller.adapters import fsio
+from controller.adapters.home import DEFAULT_PROFILE, profile_dir, state_dir
+from controller.errors import ConflictError, HermesStateError, UsageError
+
+PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# `hermes profile create` refuses these (0.19 `_RESERVED_NAMES`); so do we.
+RESERVED_NAMES = frozenset({"hermes", "default", "test", "tmp", "root", "sudo"})
+
+PROFILES_DIR = "profiles"
+TOMBSTONE_DIR = ".deleted"  # Hermes main: profiles/.deleted/<name> marks a deleted profile
+BACKUPS_DIR = "backups"
+BACKUP_META = "BACKUP.json"
+BACKUP_TREE = "profile"
+
+# What `hermes profile create` (0.19) makes in every new profile.
+PROFILE_DIRS = ("memories", "sessions", "skills", "skins", "logs", "plans", "workspace", "cron", "home")
+# What `--clone-from` copies, when present in the source.
+CLONE_FILES = ("config.yaml", ".env", "SOUL.md")
+CLONE_TREES = ("skills",)
+CLONE_SUBDIR_FILES = ("memories/MEMORY.md", "memories/USER.md")
+NO_BUNDLED_SKILLS_MARKER = ".no-bundled-skills"  # Hermes checks only that it exists
+
+# TODO: replace with envfile.PROFILE_ENV_HEADER once the envfile adapter lands.
+_PROFILE_ENV_HEADER = (
+    "# Per-profile secrets for this Hermes profile.\n"
+    "# API keys and tokens set here override the shell environment.\n"
+    "# Behavioral settings belong in config.yaml, not here.\n"
+)
+_NO_SKILLS_TEXT = "Bundled-skill seeding is off for this profile (created by hermes-fleet).\n"
+
+# --- Messaging channels a clone leaves behind -------------------------------------------------
+# Hermes main strips a clone's messaging channels unless `--clone-channels` is given (bot tokens,
+# allowlists, API_SERVER_KEY, `platforms:` sections; hermes-formats.md A and main's
+# `profile_channels` tests): two profiles holding one bot token knock each other off the platform.
+# 0.19 copies them verbatim. We follow main, conservatively:
+#  * .env: drop keys of every 0.19 messaging adapter (prefixes from gateway/config.py) and the
+#    gateway allowlist / relay / multiplex keys. HASS_, TWILIO_ and EMAIL_ are shared with tools,
+#    so (like main) they are dropped only when the source's config.yaml configures that platform.
+#  * config.yaml: drop `platforms:`, the per-platform top-level sections, and the multiplexer
+#    settings (`gateway.multiplex_profiles`, `gateway.profile_routes`, and their top-level forms),
+#    so the clone never believes it is the host's multiplexer.
+_CHANNEL_ENV_PREFIXES = (
+    "TELEGRAM_", "DISCORD_", "WHATSAPP_", "SLACK_", "SIGNAL_", "MATTERMOST_", "MATRIX_",
+    "DINGTALK_", "API_SERVER_", "WEBHOOK_", "MSGRAPH_WEBHOOK_", "FEISHU_", "WECOM_", "WEIXIN_",
+    "BLUEBUBBLES_", "QQBOT_", "QQ_", "YUANBAO_", "SMS_", "GATEWAY_ALLOW", "GATEWAY_RELAY_",
+    "GATEWAY_MULTIPLEX_PROFILES",
+)
+_SHARED_ENV_PREFIXES = {"homeassistant": ("HASS_",), "sms": ("TWILIO_",), "email": ("EMAIL_",)}
+_CHANNEL_CONFIG_SECTIONS = (
+    "platforms", "telegram", "discord", "whatsapp", "whatsapp_cloud", "slack", "signal",
+    "mattermost", "matrix", "homeassistant", "email", "sms", "dingtalk", "api_server", "webhook",
+    "msgraph_webhook", "feishu", "wecom", "wecom_callback", "weixin", "bluebubbles", "qqbot",
+    "yuanbao", "relay", "multiplex_profiles", "profile_routes",
+)
+_CHANNEL_GATEWAY_KEYS = ("multiplex_profiles", "profile_routes")
+_ENV_KEY_RE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
+
+
+@dataclass(frozen=True)
+class BackupInfo:
+    """One backup made by `backup_profile`: `path/BACKUP.json` beside the tree in `path/profile/`."""
+
+    path: Path
+    name: str
+    fleet: str
+    created_at: str
+    original_path: str
+
+    @property
+    def tree(self) -> Path:
+        return self.path / BACKUP_TREE
+
+
+# --- names and safety ----------------------------------------------------------------------
+
+
+def validate_profile_name(name: str) -> None:
+    """Refuse anything Hermes would not treat as a creatable named profile."""
+    if name == DEFAULT_PROFILE:
+        raise UsageError("the 'default' profile is the Hermes root itself; it is never created or moved")
+    if not PROFILE_NAME_RE.match(name):
+        raise UsageError(f"invalid profile name {name!r}: must match {PROFILE_NAME_RE.pattern}")
+    if name in RESERVED_NAMES:
+        raise UsageError(f"profile name {name!r} is reserved by Hermes")
+
+
+def _profiles_root(root: Path) -> Path:
+    path = Path(root) / PROFILES_DIR
+    _ensure_inside(root, path)
+    return path
+
+
+def _ensure_inside(root: Path, path: Path) -> None:
+    """Refuse a path (typically a symlink) that resolves outside the Hermes root."""
+    if not os.path.lexists(path):
+        return
+    real_root = Path(root).resolve()
+    real = Path(path).resolve()
+    if real != real_root and not real.is_relative_to(real_root):
+        raise HermesStateError(
+            f"{path} resolves outside the Hermes root ({real}); refusing to touch it",
+            path=str(path),
+            hint="replace the symlink with a real directory inside the Hermes root",
+        )
+
+
+def _named_dir(root: Path, name: str) -> Path:
+    path = _profiles_root(root) / name
+    _ensure_inside(root, path)
+    return path
+
+
+def is_tombstoned(root: Path, name: str) -> bool:
+    """True when Hermes main deleted `name` (profiles/.deleted/<name>); never recreate it then."""
+    return os.path.lexists(Path(root) / PROFILES_DIR / TOMBSTONE_DIR / name)
+
+
+def live_profiles(root: Path) -> list[str]:
+    """Named profiles Hermes 0.19 serves: every name-matching directory, minus main's tombstones."""
+    base = _profiles_root(root)
+    if not base.is_dir():
+        return []
+    names = []
+    for entry in sorted(base.iterdir()):
+        name = entry.name
+        # is_dir() follows symlinks, exactly like Hermes' own scan.
+        if name == DEFAULT_PROFILE or not PROFILE_NAME_RE.match(name) or not entry.is_dir():
+            continue
+        if not is_tombstoned(root, name):
+            names.append(name)
+    return names
+
+
+# --- create --------------------------------------------------------------------------------
+
+
+def create_profile(
+    root: Path, name: str, *, clone_from: str | None = None, create_empty: bool = False
+) -> Path:
+    """Build `profiles/<name>` as `hermes profile create` (0.19) would, then publish it with one rename.
+
+    Differences from Hermes, on purpose: no SOUL.md persona (Hermes seeds a missing one on first
+    use), no `~/.local/bin` wrapper, no bundled-skill sync (the PyPI wheel ships none), and a
+    clone leaves messaging channels behind (as Hermes main does). A cloned config.yaml is copied
+    as it is: Hermes 0.19 also runs its config migration on an outdated clone (adding
+    `_config_version` and its comment blocks); we leave that to Hermes' own tools.
+    """
+    root = Path(root)
+    validate_profile_name(name)
+    if clone_from is not None and create_empty:
+        raise UsageError("create_empty and clone_from are mutually exclusive (a clone copies skills)")
+    target = _named_dir(root, name)
+    _refuse_existing(root, name, target)
+    source = _clone_source(root, clone_from) if clone_from is not None else None
+
+    base = target.parent
+    base.mkdir(parents=True, exist_ok=True)
+    staging = base / f".{name}.staging-{os.getpid()}"
+    _remove_staging(staging)  # a leftover of a crashed earlier run with our pid
+    try:
+        _build_profile(staging, source=source, create_empty=create_empty)
+        # Re-check just before publishing: another writer may have created or tombstoned it.
+        _refuse_existing(root, name, target)
+        try:
+            fsio.publish_dir(staging, target)
+        except OSError as exc:
+            raise ConflictError(f"profile {name!r} appeared while it was being created: {exc}") from exc
+    except BaseException:
+        _remove_staging(staging)
+        raise
+    return target
+
+
+def _refuse_existing(root: Path, name: str, target: Path) -> None:
+    if os.path.lexists(target):
+        raise ConflictError(f"profile {name!r} already exists at {target}")
+    if is_tombstoned(root, name):
+        raise ConflictError(
+            f"profile {name!r} was deleted by Hermes (tombstone profiles/{TOMBSTONE_DIR}/{name})",
+            hint="recreate it with `hermes profile create` so Hermes clears its own tombstone",
+        )
+
+
+def _clone_source(root: Path, clone_from: str) -> Path:
+    if clone_from != DEFAULT_PROFILE:
+        validate_profile_name(clone_from)
+        _named_dir(root, clone_from)  # symlink safety
+    source = profile_dir(root, clone_from)
+    if not source.is_dir() or (clone_from != DEFAULT_PROFILE and is_tombstoned(root, clone_from)):
+        raise HermesStateError(
+            f"cannot clone from profile {clone_from!r}: it does not exist", path=str(source)
+        )
+    return source
+
+
+def _remove_staging(staging: Path) -> None:
+    # Only ever our own dot-prefixed staging dir, which Hermes never lists.
+    if staging.is_symlink():
+        staging.unlink()
+    elif staging.exists():
+        shutil.rmtree(staging)
+
+
+def _build_profile(staging: Path, *, source: Path | None, create_empty: bool) -> None:
+    staging.mkdir()
+    for sub in PROFILE_DIRS:
+        (staging / sub).mkdir()
+    if source is not None:
+        _copy_clone_files(source, staging)
+    env_path = staging / ".env"
+    if not env_path.exists():
+        fsio.atomic_write_text(env_path, _PROFILE_ENV_HEADER, mode=0o600)
+    if create_empty:
+        fsio.atomic_write_text(staging / NO_BUNDLED_SKILLS_MARKER, _NO_SKILLS_TEXT)
+
+
+# --- clone ---------------------------------------------------------------------------------
+
+
+def _copy_clone_files(source: Path, dest: Path) -> None:
+    config_text = _read_text(source / "config.yaml")
+    config = _load_yaml(source / "config.yaml", config_text) if config_text is not None else None
+    if config_text is not None:
+        fsio.atomic_write_text(dest / "config.yaml", _strip_channel_config(config_text, config),
+                               mode=_mode_of(source / "config.yaml"))
+    env_text = _read_text(source / ".env")
+    if env_text is not None:
+        # Hermes tightens a cloned .env to 0600 whatever the source mode was.
+        fsio.atomic_write_text(dest / ".env", strip_channel_env(env_text, _configured_platforms(config)),
+                               mode=0o600)
+    for rel in ("SOUL.md", *CLONE_SUBDIR_FILES):
+        src = source / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            fsio.atomic_write_bytes(dest / rel, src.read_bytes(), mode=_mode_of(src))
+    for tree in CLONE_TREES:
+        if (source / tree).is_dir():
+            _copy_tree(source / tree, dest / tree)
+
+
+def _read_text(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HermesStateError(f"cannot read {path}: {exc}", path=str(path)) from exc
+
+
+def _mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _yaml() -> YAML:
+    yaml = YAML()  # round-trip: the clone keeps the source's comments and key order
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    return yaml
+
+
+def _load_yaml(path: Path, text: str) -> Any:
+    try:
+        return _yaml().load(text)
+    except YAMLError as exc:
+        # Without parsing it we cannot strip the source's bot tokens; refuse rather than leak them.
+        raise HermesStateError(f"cannot clone: {path} is not valid YAML ({exc})", path=str(path)) from exc
+
+
+def _configured_platforms(config: Any) -> set[str]:
+    if not isinstance(config, dict):
+        return set()
+    platforms = config.get("platforms")
+    found = set(platforms) if isinstance(platforms, dict) else set()
+    return found | {key for key in _SHARED_ENV_PREFIXES if key in config}
+
+
+def _strip_channel_config(text: str, config: Any) -> str:
+    if not isinstance(config, dict):
+        return text
+    changed = False
+    for key in _CHANNEL_CONFIG_SECTIONS:
+        if key in config:
+            del config[key]
+            changed = True
+    gateway = config.get("gateway")
+    if isinstance(gateway, dict):
+        for key in _CHANNEL_GATEWAY_KEYS:
+            if key in gateway:
+                del gateway[key]
+                changed = True
+    if not changed:
+        return text  # byte-identical copy, as Hermes makes
+    out = StringIO()
+    _yaml().dump(config, out)
+    return out.getvalue()
+
+
+def strip_channel_env(text: str, configured_platforms: Collection[str] = ()) -> str:
+    """Drop messaging-channel keys from .env text; comments, blanks and other keys stay verbatim."""
+    prefixes = list(_CHANNEL_ENV_PREFIXES)
+    for platform, shared in _SHARED_ENV_PREFIXES.items():
+        if platform in configured_platforms:
+            prefixes.extend(shared)
+    kept = []
+    for line in text.splitlines(keepends=True):
+        match = _ENV_KEY_RE.match(line)
+        if match and match.group(1).upper().startswith(tuple(prefixes)):
+            continue
+        kept.append(line)
+    return "".join(kept)
+
+
+def _copy_tree(src: Path, dest: Path) -> None:
+    """Copy a directory tree through fsio, keeping symlinks as symlinks (as Hermes' copytree does)."""
+    dest.mkdir(exist_ok=True)
+    for entry in sorted(src.iterdir()):
+        target = dest / entry.name
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry), target)
+        elif entry.is_dir():
+            _copy_tree(entry, target)
+        elif entry.is_file():
+            fsio.atomic_write_bytes(target, entry.read_bytes(), mode=_mode_of(entry))
+
+
+# --- backup / restore ----------------------------------------------------------------------
+
+
+def backups_dir(root: Path) -> Path:
+    return state_dir(Path(root)) / BACKUPS_DIR
+
+
+def backup_profile(root: Path, name: str, *, fleet: str) -> Path:
+    """Move `profiles/<name>` into `.hermes-fleet/backups/<UTC stamp>-<name>/profile` (one rename).
+
+    Returns the backup directory. Nothing is deleted: restore_profile() moves the tree back.
+    """
+    root = Path(root)
+    validate_profile_name(name)
+    source = _named_dir(root, name)
+    if not source.is_dir():
+        raise HermesStateError(f"profile {name!r} does not exist at {source}", path=str(source))
+    now = datetime.now(UTC)
+    backup = _new_backup_dir(root, f"{now:%Y%m%dT%H%M%SZ}-{name}")
+    meta = {
+        "format": 1,
+        "name": name,
+        "fleet": fleet,
+        "created_at": now.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "original_path": str(source),
+    }
+    # Metadata first: a crash before the rename leaves a tree-less backup that list_backups skips,
+    # never a moved tree without its record.
+    fsio.atomic_write_text(backup / BACKUP_META, json.dumps(meta, indent=2) + "\n", mode=0o600)
+    try:
+        fsio.publish_dir(source, backup / BACKUP_TREE)
+    except OSError as exc:
+        _discard_record(backup)
+        raise HermesStateError(f"cannot move {source} into {backup}: {exc}", path=str(source)) from exc
+    except BaseException:
+        _discard_record(backup)
+        raise
+    fsio.fsync_dir(source.parent)
+    return backup
+
+
+def _discard_record(folder: Path) -> None:
+    """Remove a backup folder that holds only its BACKUP.json (never a tree)."""
+    (folder / BACKUP_META).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # fails, and keeps everything, if anything else is inside
+
+
+def _new_backup_dir(root: Path, stem: str) -> Path:
+    base = backups_dir(root)
+    for folder in (base.parent, base):
+        if not folder.exists():
+            folder.mkdir(mode=0o700)
+            os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask
+        _ensure_inside(root, folder)
+    for attempt in range(1, 100):
+        candidate = base / (stem if attempt == 1 else f"{stem}.{attempt}")
+        try:
+            candidate.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(candidate, 0o700)
+        return candidate
+    raise HermesStateError(f"too many backups named {stem} in {base}", path=str(base))
+
+
+def list_backups(root: Path) -> list[BackupInfo]:
+    """Complete backups (metadata and tree both present), oldest first."""
+    base = backups_dir(Path(root))
+    if not base.is_dir():
+        return []
+    found = []
+    for entry in sorted(base.iterdir()):
+        info = _read_backup(entry)
+        if info is not None and info.tree.is_dir():
+            found.append(info)
+    return sorted(found, key=lambda b: (b.created_at, b.path.name))
+
+
+def _read_backup(folder: Path) -> BackupInfo | None:
+    try:
+        meta = json.loads((folder / BACKUP_META).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        return None
+    return BackupInfo(
+        path=folder,
+        name=meta["name"],
+        fleet=str(meta.get("fleet", "")),
+        created_at=str(meta.get("created_at", "")),
+        original_path=str(meta.get("original_path", "")),
+    )
+
+
+def restore_profile(root: Path, backup: str | Path) -> Path:
+    """Move a backed-up tree back to `profiles/<name>`; `backup` is its directory or directory name."""
+    root = Path(root)
+    folder = _resolve_backup(root, backup)
+    info = _read_backup(folder)
+    if info is None or not info.tree.is_dir():
+        raise HermesStateError(f"{folder} is not a complete hermes-fleet backup", path=str(folder))
+    validate_profile_name(info.name)
+    target = _named_dir(root, info.name)
+    _refuse_existing(root, info.name, target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fsio.publish_dir(info.tree, target)
+    except OSError as exc:
+        raise ConflictError(f"cannot restore {info.name!r} to {target}: {exc}") from exc
+    fsio.fsync_dir(folder)
+    _discard_record(folder)  # the folder now holds only its record
+    return target
+
+
+def _resolve_backup(root: Path, backup: str | Path) -> Path:
+    base = backups_dir(root)
+    candidate = Path(backup)
+    folder = candidate if candidate.is_absolute() or len(candidate.parts) > 1 else base / candidate
+    real_base = base.resolve()
+    if folder.resolve().parent != real_base:
+        raise HermesStateError(f"{backup} is not a backup under {base}", path=str(folder))
+    return folder

@@ -1,0 +1,269 @@
+"""The canonical "Bot Chat" session in a profile's `state.db`: find it, or create exactly one.
+
+Called by the reconciler for every bot it manages. The row rules come from bot-mode-state.md §5
+and hermes-formats.md section I; the table layout from hermes-agent 0.19 `hermes_state.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+from controller.errors import ConflictError, HermesStateError
+
+T = TypeVar("T")
+
+BOT_CHAT_TITLE = "Bot Chat"
+STATE_DB = "state.db"
+# Rows with these sources are not a chat (bot-mode-state.md §5): they count as absent.
+NON_CHAT_SOURCES = frozenset({"kanban", "tool"})
+BOT_CHAT_SOURCE = "cli"  # what `hermes chat -c "Bot Chat" --create-if-missing` (main) stores
+
+# Hermes 0.19 stamps SCHEMA_VERSION 22 in `schema_version`. On every read-write open, SessionDB
+# runs `CREATE ... IF NOT EXISTS` for all its tables, ADDs every declared column a live table
+# lacks, and runs data migrations from the stored version. So a new DB only needs the tables
+# that read-only readers query before any Hermes writer has opened it (`sessions`, `messages`,
+# with their 0.19 columns), the unique title index, and the version marker; Hermes creates the
+# rest (FTS tables, triggers, other indexes) itself. Newer Hermes migrates up from 22.
+HERMES_SCHEMA_VERSION = 22
+_SESSION_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "TEXT PRIMARY KEY"), ("source", "TEXT NOT NULL"), ("user_id", "TEXT"),
+    ("session_key", "TEXT"), ("chat_id", "TEXT"), ("chat_type", "TEXT"), ("thread_id", "TEXT"),
+    ("display_name", "TEXT"), ("origin_json", "TEXT"), ("expiry_finalized", "INTEGER DEFAULT 0"),
+    ("model", "TEXT"), ("model_config", "TEXT"), ("system_prompt", "TEXT"),
+    ("parent_session_id", "TEXT"), ("started_at", "REAL NOT NULL"), ("ended_at", "REAL"),
+    ("end_reason", "TEXT"), ("message_count", "INTEGER DEFAULT 0"),
+    ("tool_call_count", "INTEGER DEFAULT 0"), ("input_tokens", "INTEGER DEFAULT 0"),
+    ("output_tokens", "INTEGER DEFAULT 0"), ("cache_read_tokens", "INTEGER DEFAULT 0"),
+    ("cache_write_tokens", "INTEGER DEFAULT 0"), ("reasoning_tokens", "INTEGER DEFAULT 0"),
+    ("cwd", "TEXT"), ("git_branch", "TEXT"), ("git_repo_root", "TEXT"),
+    ("billing_provider", "TEXT"), ("billing_base_url", "TEXT"), ("billing_mode", "TEXT"),
+    ("estimated_cost_usd", "REAL"), ("actual_cost_usd", "REAL"), ("cost_status", "TEXT"),
+    ("cost_source", "TEXT"), ("pricing_version", "TEXT"), ("title", "TEXT"),
+    ("api_call_count", "INTEGER DEFAULT 0"), ("handoff_state", "TEXT"),
+    ("handoff_platform", "TEXT"), ("handoff_error", "TEXT"),
+    ("compression_failure_cooldown_until", "REAL"), ("compression_failure_error", "TEXT"),
+    ("compression_fallback_streak", "INTEGER NOT NULL DEFAULT 0"), ("profile_name", "TEXT"),
+    ("rewind_count", "INTEGER NOT NULL DEFAULT 0"), ("archived", "INTEGER NOT NULL DEFAULT 0"),
+)
+_MESSAGE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "INTEGER PRIMARY KEY AUTOINCREMENT"),
+    ("session_id", "TEXT NOT NULL REFERENCES sessions(id)"), ("role", "TEXT NOT NULL"),
+    ("content", "TEXT"), ("tool_call_id", "TEXT"), ("tool_calls", "TEXT"), ("tool_name", "TEXT"),
+    ("effect_disposition", "TEXT"), ("timestamp", "REAL NOT NULL"), ("token_count", "INTEGER"),
+    ("finish_reason", "TEXT"), ("reasoning", "TEXT"), ("reasoning_content", "TEXT"),
+    ("reasoning_details", "TEXT"), ("codex_reasoning_items", "TEXT"),
+    ("codex_message_items", "TEXT"), ("platform_message_id", "TEXT"),
+    ("observed", "INTEGER DEFAULT 0"), ("active", "INTEGER NOT NULL DEFAULT 1"),
+    ("compacted", "INTEGER NOT NULL DEFAULT 0"), ("api_content", "TEXT"),
+)
+
+
+def _create_table_sql(table: str, columns: tuple[tuple[str, str], ...], extra: str = "") -> str:
+    body = ",\n    ".join(f"{name} {decl}" for name, decl in columns)
+    return f"CREATE TABLE IF NOT EXISTS {table} (\n    {body}{extra}\n)"
+
+
+_SCHEMA_STATEMENTS = (
+    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    _create_table_sql(
+        "sessions", _SESSION_COLUMNS, ",\n    FOREIGN KEY (parent_session_id) REFERENCES sessions(id)"
+    ),
+    _create_table_sql("messages", _MESSAGE_COLUMNS),
+    # Same name and definition as Hermes', so its own `IF NOT EXISTS` finds it already there.
+    "CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_title_unique ON sessions(title) WHERE title IS NOT NULL",
+)
+
+
+# --- read ----------------------------------------------------------------------------------
+
+
+def find_bot_chat(profile_dir: Path) -> dict[str, Any] | None:
+    """The profile's canonical Bot Chat row, or None. Read-only: never creates or writes a file."""
+    db = Path(profile_dir) / STATE_DB
+    if not db.is_file():
+        return None
+    try:
+        row = _query_read_only(db, _title_row_if_table)
+    except sqlite3.Error as exc:
+        raise HermesStateError(f"cannot read {db}: {exc}", path=str(db)) from exc
+    return row if row is not None and is_bot_chat(row) else None
+
+
+def is_bot_chat(row: dict[str, Any]) -> bool:
+    """A `Bot Chat` row counts unless it is a kanban/tool run or archived (retired)."""
+    return (
+        row.get("title") == BOT_CHAT_TITLE
+        and (row.get("source") or "") not in NON_CHAT_SOURCES
+        and not row.get("archived")
+    )
+
+
+def _title_row_if_table(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    if not _has_table(conn, "sessions"):
+        return None
+    row = _title_row(conn)
+    return dict(row) if row is not None else None
+
+
+def _query_read_only(db: Path, query: Callable[[sqlite3.Connection], T]) -> T:
+    # A `mode=ro` open of a WAL database creates -wal/-shm files when none exist. When neither
+    # exists, every committed page is in the main file, so `immutable=1` reads it without
+    # creating anything. If a writer races in, that read may fail or be stale: then read again
+    # with a plain read-only open (the writer has created the sidecars by then).
+    uri = f"file:{quote(str(db))}?mode=ro"
+    if not _has_sidecars(db):
+        try:
+            result = _run(uri + "&immutable=1", query)
+            if not _has_sidecars(db):
+                return result
+        except sqlite3.DatabaseError:
+            pass
+    return _run(uri, query)
+
+
+def _has_sidecars(db: Path) -> bool:
+    return any(os.path.lexists(f"{db}{suffix}") for suffix in ("-wal", "-shm"))
+
+
+def _run(uri: str, query: Callable[[sqlite3.Connection], T]) -> T:
+    conn = _connect(uri)
+    try:
+        return query(conn)
+    finally:
+        conn.close()
+
+
+def _connect(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _has_table(conn: sqlite3.Connection, table: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    return row is not None
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+
+
+def _title_row(conn: sqlite3.Connection) -> sqlite3.Row | None:
+    # The unique title index allows at most one row with this exact title.
+    return conn.execute("SELECT * FROM sessions WHERE title = ?", (BOT_CHAT_TITLE,)).fetchone()
+
+
+# --- write ---------------------------------------------------------------------------------
+
+
+def ensure_bot_chat(profile_dir: Path) -> bool:
+    """Make sure the profile has exactly one Bot Chat; True if this call created it.
+
+    Check and insert run in one `BEGIN IMMEDIATE` transaction, so two writers (or Hermes itself)
+    can never produce a second row or an untitled orphan.
+    """
+    profile_dir = Path(profile_dir)
+    if not profile_dir.is_dir():
+        raise HermesStateError(f"profile directory {profile_dir} does not exist", path=str(profile_dir))
+    db = profile_dir / STATE_DB
+    try:
+        conn = sqlite3.connect(str(db), timeout=10.0, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise HermesStateError(f"cannot open {db}: {exc}", path=str(db)) from exc
+    conn.row_factory = sqlite3.Row
+    try:
+        _prepare(conn)
+        return _insert_if_missing(conn, _profile_name(profile_dir))
+    except sqlite3.Error as exc:
+        raise HermesStateError(f"cannot write the Bot Chat session to {db}: {exc}", path=str(db)) from exc
+    finally:
+        conn.close()
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA foreign_keys=ON")
+    if _has_table(conn, "sessions"):
+        # Hermes' DB: keep the journal mode it chose (it falls back from WAL on filesystems
+        # that lack it), and check the columns we write are there.
+        missing = {"id", "source", "title", "started_at"} - _columns(conn, "sessions")
+        if missing:
+            raise HermesStateError(f"state.db has an unexpected sessions table (missing {sorted(missing)})")
+        return
+    # A new DB: WAL, as Hermes uses. The mode is stored in the file, and is set outside any
+    # transaction; where the filesystem refuses it, stay in rollback mode as Hermes does.
+    with contextlib.suppress(sqlite3.OperationalError):
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _SCHEMA_STATEMENTS:
+            conn.execute(statement)
+        if conn.execute("SELECT 1 FROM schema_version LIMIT 1").fetchone() is None:
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (HERMES_SCHEMA_VERSION,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _insert_if_missing(conn: sqlite3.Connection, profile_name: str | None) -> bool:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = _title_row(conn)
+        if found is not None:
+            conn.execute("ROLLBACK")
+            row = dict(found)
+            if is_bot_chat(row):
+                return False
+            raise ConflictError(
+                f"the title {BOT_CHAT_TITLE!r} is held by session {row['id']} "
+                f"(source={row['source']!r}, archived={row.get('archived', 0)}), "
+                "which is not a usable Bot Chat",
+                hint="rename or unarchive that session in Hermes; a second Bot Chat is never created",
+            )
+        values = _new_row(conn, profile_name)
+        names = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        conn.execute(f"INSERT INTO sessions ({names}) VALUES ({marks})", tuple(values.values()))
+        conn.execute("COMMIT")
+        return True
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _new_row(conn: sqlite3.Connection, profile_name: str | None) -> dict[str, Any]:
+    columns = _columns(conn, "sessions")
+    values: dict[str, Any] = {
+        "id": _new_session_id(conn),
+        "source": BOT_CHAT_SOURCE,
+        "title": BOT_CHAT_TITLE,
+        "started_at": time.time(),  # Hermes stores epoch seconds as REAL
+    }
+    if "profile_name" in columns:
+        values["profile_name"] = profile_name
+    if "hidden" in columns:  # Hermes main only; Bot Mode always hides the canonical chat
+        values["hidden"] = 1
+    return values
+
+
+def _new_session_id(conn: sqlite3.Connection) -> str:
+    # Hermes' format: local-time `YYYYMMDD_HHMMSS_<6 hex>` (cli.py uses datetime.now()).
+    while True:
+        candidate = f"{datetime.now():%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (candidate,)).fetchone() is None:
+            return candidate
+
+
+def _profile_name(profile_dir: Path) -> str | None:
+    # Hermes records the named profile, and NULL for the default profile (the root).
+    return profile_dir.name if profile_dir.parent.name == "profiles" else None

@@ -1,0 +1,30 @@
+"""Shared pytest fixtures: a fresh Hermes root, and the real Hermes CLI bound to it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.hermes_support import INSTALL_HINT, HermesCLI, hermes_bin
+
+
+@pytest.fixture
+def hermes_root(tmp_path: Path) -> Path:
+    """An empty Hermes root directory (what HERMES_HOME points at)."""
+    root = tmp_path / "hermes"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def hermes(hermes_root: Path, tmp_path: Path) -> HermesCLI:
+    """The real hermes 0.19.0 CLI with HERMES_HOME=hermes_root; skipped (failed on CI) if absent."""
+    binary = hermes_bin()
+    if binary is None:
+        message = f"hermes-agent 0.19.0 is not installed: {INSTALL_HINT}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return HermesCLI(binary, hermes_root, tmp_path)
