@@ -1,0 +1,182 @@
+"""The command line: argparse -> verb function -> rendered result -> exit code.
+
+Every verb returns an `ExitCode` (docs/cli.md); `main()` catches `ControllerError` and prints
+`what failed; what to do` without a traceback (unless --debug). Heavy modules (pydantic,
+ruamel.yaml) are imported inside the verbs so `hermes-fleet --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from controller import __version__
+from controller.errors import ControllerError, ExitCode, ManifestError
+
+OUTPUTS_VALIDATE = ("text", "json", "github", "junit")
+OUTPUTS_PLAN = ("text", "json")
+
+EPILOG = """exit codes: 0 success / no changes, 1 operation failed, 2 bad input (invalid manifest or
+arguments), 3 conflict (object not owned by this fleet, or another apply holds the lock),
+4 changes pending (plan --detailed-exitcode). Docs: docs/cli.md"""
+
+
+def _add_manifest_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-f", "--filename", action="append", dest="files", metavar="PATH", required=True,
+                   help="manifest file or folder; repeatable; '-' reads stdin")
+    p.add_argument("-R", "--recursive", action="store_true", help="search folders recursively")
+    p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
+
+
+def _add_home_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--home", metavar="DIR",
+                   help="the Hermes root (default: Hermes' own rules: $HERMES_HOME, else ~/.hermes)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermes-fleet", description="Declarative configuration for Hermes Agent bot fleets.", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"hermes-fleet {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text output")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    sub.required = True
+
+    p = sub.add_parser("validate", help="check manifests offline (schema + semantic rules)")
+    _add_manifest_args(p)
+    p.add_argument("-o", "--output", choices=OUTPUTS_VALIDATE, default="text")
+    p.add_argument("--strict", action="store_true", help="warnings fail too (exit 2)")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("schema", help="print the JSON Schema of the manifest format")
+    p.add_argument("--kind", help="only this document kind (Fleet, Bot, Section, Room, Routine, Peer, Policy)")
+    p.set_defaults(func=cmd_schema)
+
+    for name, aliases in (("plan", ["diff"]),):
+        p = sub.add_parser(name, aliases=aliases, help="show what apply would change, including drift")
+        _add_manifest_args(p)
+        _add_home_arg(p)
+        p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+        p.add_argument("--detailed-exitcode", action="store_true", help="exit 4 when changes are pending")
+        p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
+        p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
+        p.set_defaults(func=_lazy("controller.commands", "cmd_plan"))
+
+    p = sub.add_parser("apply", help="converge the Hermes home onto the manifests")
+    _add_manifest_args(p)
+    _add_home_arg(p)
+    p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    p.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
+    p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (backed up)")
+    p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
+    p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
+    p.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="how long to wait for another apply to finish (default 10)")
+    p.set_defaults(func=_lazy("controller.commands", "cmd_apply"))
+
+    p = sub.add_parser("status", help="managed objects, last apply, drift summary")
+    _add_home_arg(p)
+    p.add_argument("--fleet", metavar="NAME", help="only this fleet (default: every fleet in the home)")
+    p.add_argument("-f", "--filename", action="append", dest="files", metavar="PATH",
+                   help="also compare against these manifests for drift")
+    p.add_argument("-R", "--recursive", action="store_true")
+    p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    p.set_defaults(func=_lazy("controller.commands", "cmd_status"))
+
+    p = sub.add_parser("restore", help="bring back a bot that prune moved to a backup")
+    _add_home_arg(p)
+    p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)")
+    p.set_defaults(func=_lazy("controller.commands", "cmd_restore"))
+    return parser
+
+
+def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        return int(getattr(importlib.import_module(module), name)(args))
+
+    return run
+
+
+def load(args: argparse.Namespace) -> Any:
+    """Discover, parse and validate the manifests named by -f; returns a ValidationResult."""
+    from controller import loading, validating
+
+    files = loading.discover(args.files, recursive=args.recursive)
+    documents, problems = loading.load_files(files)
+    result = validating.validate(documents, fleet=getattr(args, "fleet", None), files=files)
+    result.diagnostics[:0] = problems
+    if problems:
+        result.state = None
+    return result
+
+
+def load_valid(args: argparse.Namespace) -> Any:
+    """Like `load`, but invalid manifests raise ManifestError (exit 2) before anything else runs."""
+    result = load(args)
+    if result.errors or result.state is None:
+        raise ManifestError(result.diagnostics)
+    return result
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from controller import reporting
+
+    result = load(args)
+    strict = args.strict
+    if args.output == "json":
+        text = reporting.validation_json(result, strict=strict)
+    elif args.output == "github":
+        text = reporting.validation_github(result, strict=strict)
+    elif args.output == "junit":
+        text = reporting.validation_junit(result, strict=strict)
+    else:
+        text = reporting.validation_text(result, strict=strict, color=reporting.use_color(sys.stdout, args.color))
+    reporting.write(text)
+    failed = bool(result.errors) or result.state is None or (strict and result.warnings)
+    return ExitCode.BAD_INPUT if failed else ExitCode.OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from controller import schema
+
+    print(json.dumps(schema.document_schema(args.kind), indent=2))
+    return ExitCode.OK
+
+
+def _report_error(exc: ControllerError, args: argparse.Namespace | None) -> None:
+    diagnostics = getattr(exc, "diagnostics", None)
+    if diagnostics:
+        for diag in diagnostics:
+            print(diag.render(), file=sys.stderr)
+        errors = sum(1 for d in diagnostics if d.severity == "error")
+        print(f"hermes-fleet: {errors} error(s) in the manifests; nothing was changed", file=sys.stderr)
+        return
+    print(f"hermes-fleet: error: {exc}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: 2 for bad arguments, 0 for --help
+        return int(exc.code or 0)
+    try:
+        return int(args.func(args))
+    except ControllerError as exc:
+        if args.debug:
+            traceback.print_exc()
+        _report_error(exc, args)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("hermes-fleet: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return int(ExitCode.OK)

@@ -1,0 +1,156 @@
+"""Reporting: turn validation results (and plans) into text, JSON, GitHub annotations or JUnit.
+
+Pure string building; the CLI writes the result to stdout. Secret values never reach this
+module: plans carry only "changed" markers or short hashes for secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+from xml.sax.saxutils import escape, quoteattr
+
+from controller.diagnostics import Diagnostic
+
+JSON_SCHEMA_VERSION = 1
+
+
+def use_color(stream: TextIO, flag: str = "auto") -> bool:
+    if flag in ("always", "never"):
+        return flag == "always"
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+class Palette:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.enabled else text
+
+    def red(self, text: str) -> str:
+        return self._wrap("31", text)
+
+    def green(self, text: str) -> str:
+        return self._wrap("32", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("33", text)
+
+    def cyan(self, text: str) -> str:
+        return self._wrap("36", text)
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def validation_summary(result: Any) -> dict[str, Any]:
+    counts = result.state.counts if result.state is not None else {}
+    return {
+        "files": len(result.files),
+        "documents": result.documents,
+        "errors": len(result.errors),
+        "warnings": len(result.warnings),
+        **counts,
+    }
+
+
+def validation_text(result: Any, *, strict: bool, color: bool) -> str:
+    p = Palette(color)
+    lines = []
+    for diag in result.diagnostics:
+        label = p.red("error") if diag.severity == "error" else p.yellow("warning")
+        field = f"{diag.path}: " if diag.path else ""
+        hint = f"; {diag.hint}" if diag.hint else ""
+        lines.append(f"{p.bold(diag.where)}: {label}: {field}{diag.message}{hint}")
+    s = validation_summary(result)
+    failed = s["errors"] or (strict and s["warnings"])
+    if failed:
+        verdict = p.red("invalid")
+    else:
+        verdict = p.green("valid")
+    what = ""
+    if result.state is not None:
+        c = result.state.counts
+        what = (f": fleet {result.state.fleet!r}, {c['bots']} bot(s), {c['routines']} routine(s), "
+                f"{c['sections']} section(s), {c['rooms']} room(s), {c['peers']} peer(s)")
+    lines.append(f"{verdict}{what} — {s['files']} file(s), {s['errors']} error(s), {s['warnings']} warning(s)"
+                 + (" (--strict: warnings fail)" if strict and s["warnings"] and not s["errors"] else ""))
+    return "\n".join(lines) + "\n"
+
+
+def validation_json(result: Any, *, strict: bool) -> str:
+    s = validation_summary(result)
+    payload = {
+        "schemaVersion": JSON_SCHEMA_VERSION,
+        "valid": not (s["errors"] or (strict and s["warnings"])),
+        "fleet": result.state.fleet if result.state is not None else None,
+        "digest": result.state.digest if result.state is not None else None,
+        "summary": s,
+        "diagnostics": [d.to_json() for d in result.diagnostics],
+    }
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def _gh_escape(text: str, *, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def validation_github(result: Any, *, strict: bool) -> str:
+    """GitHub Actions workflow commands: one ::error / ::warning annotation per diagnostic."""
+    lines = []
+    for diag in result.diagnostics:
+        level = "error" if diag.severity == "error" or strict else "warning"
+        props = [f"file={_gh_escape(diag.file, prop=True)}"]
+        if diag.line:
+            props += [f"line={diag.line}", f"col={diag.column}"]
+        props.append(f"title={_gh_escape('hermes-fleet ' + diag.code, prop=True)}")
+        message = (f"{diag.path}: " if diag.path else "") + diag.message + (f"; {diag.hint}" if diag.hint else "")
+        lines.append(f"::{level} {','.join(props)}::{_gh_escape(message)}")
+    s = validation_summary(result)
+    lines.append(f"hermes-fleet validate: {s['errors']} error(s), {s['warnings']} warning(s) in {s['files']} file(s)")
+    return "\n".join(lines) + "\n"
+
+
+def validation_junit(result: Any, *, strict: bool) -> str:
+    """JUnit XML: one test case per manifest file; each diagnostic is a failure in it."""
+    by_file: dict[str, list[Diagnostic]] = {f: [] for f in result.files}
+    for diag in result.diagnostics:
+        by_file.setdefault(diag.file, []).append(diag)
+    failures = sum(1 for diags in by_file.values() if _fails(diags, strict))
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuites name="hermes-fleet validate" tests="{len(by_file)}" failures="{failures}">',
+           f'  <testsuite name="hermes-fleet validate" tests="{len(by_file)}" failures="{failures}" errors="0">']
+    for file, diags in by_file.items():
+        out.append(f'    <testcase classname="hermes-fleet.validate" name={quoteattr(file)}>')
+        for diag in diags:
+            if diag.severity == "error" or strict:
+                out.append(f'      <failure type={quoteattr(diag.code)} message={quoteattr(diag.message)}>'
+                           f"{escape(diag.render())}</failure>")
+        warnings = [x.render() for x in diags if x.severity == "warning" and not strict]
+        if warnings:
+            out.append(f"      <system-out>{escape(chr(10).join(warnings))}</system-out>")
+        out.append("    </testcase>")
+    out += ["  </testsuite>", "</testsuites>"]
+    return "\n".join(out) + "\n"
+
+
+def _fails(diags: list[Diagnostic], strict: bool) -> bool:
+    return any(x.severity == "error" or strict for x in diags)
+
+
+def write(text: str, stream: TextIO | None = None) -> None:
+    (stream or sys.stdout).write(text)
