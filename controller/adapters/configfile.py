@@ -1,0 +1,409 @@
+"""Round-trip editing of a Hermes `config.yaml` (comments, key order and quotes kept).
+
+The reconciler loads a profile's config with `ConfigDoc.load`, reads and sets the dotted keys a
+fleet manages, and saves atomically; keys it does not manage (`_config_version`, unknown ones)
+are never touched. `hermes_defaults.effective_value` layers Hermes' defaults on top of `get`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
+from ruamel.yaml.representer import RoundTripRepresenter
+from ruamel.yaml.resolver import VersionedResolver
+from ruamel.yaml.scalarint import OctalInt
+from ruamel.yaml.tokens import CommentToken
+
+from controller.adapters import fsio
+from controller.errors import HermesStateError
+
+
+def unparseable_hint(source: str) -> str:
+    return f"fix or remove it; hermes-fleet never overwrites a {Path(source).name} it cannot parse"
+
+# Hermes writes config.yaml with PyYAML's block style: 2-space maps, list items indented under
+# their key ("  - item"). Files with another style keep their own (guessed at load).
+_HERMES_INDENT = (2, 4, 2)  # mapping, sequence, offset
+
+
+# PyYAML 6's implicit scalar rules (yaml/resolver.py), which differ from ruamel's "1.1" table:
+# `y`/`n` are strings, a float needs a dot and a signed exponent (`1e3` is a string).
+_PYYAML_IMPLICIT: list[tuple[str, str, str]] = [
+    ("bool", r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
+     "yYnNtTfFoO"),
+    ("float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                 |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                 |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                 |[-+]?\.(?:inf|Inf|INF)
+                 |\.(?:nan|NaN|NAN))$""", "-+0123456789."),
+    ("int", r"""^(?:[-+]?0b[0-1_]+
+               |[-+]?0[0-7_]+
+               |[-+]?(?:0|[1-9][0-9_]*)
+               |[-+]?0x[0-9a-fA-F_]+
+               |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", "-+0123456789"),
+    ("merge", r"^(?:<<)$", "<"),
+    ("null", r"^(?:~|null|Null|NULL|)$", "~nN"),
+    ("timestamp", r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+                     |[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?
+                      (?:[Tt]|[ \t]+)[0-9][0-9]?
+                      :[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
+                      (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""", "0123456789"),
+    ("value", r"^(?:=)$", "="),
+]
+
+
+def _pyyaml_table() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
+    table: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
+    for name, pattern, first in _PYYAML_IMPLICIT:
+        compiled = re.compile(pattern, re.X)
+        firsts: list[Any] = list(first) + ([""] if name == "null" else [])
+        for char in firsts:
+            table.setdefault(char, []).append((f"tag:yaml.org,2002:{name}", compiled))
+    return table
+
+
+class _PyYamlResolver(VersionedResolver):
+    """Resolve plain scalars exactly as PyYAML does, without writing a `%YAML` directive.
+
+    Hermes reads config.yaml with PyYAML (YAML 1.1 rules): `off`/`yes`/`on` are booleans and
+    `0755` is octal. ruamel defaults to 1.2, where they are strings; `get` would then disagree
+    with Hermes, and a string "on" we write would be dumped unquoted and read back by Hermes as
+    True. Using PyYAML's own table for both load and dump keeps both sides in agreement.
+    """
+
+    _table = _pyyaml_table()
+
+    @property
+    def processing_version(self) -> Any:
+        return (1, 1)
+
+    @property
+    def versioned_resolver(self) -> Any:
+        # resolve() extends the looked-up list in place, so hand out copies.
+        return {char: list(entries) for char, entries in self._table.items()}
+
+
+class _Representer(RoundTripRepresenter):
+    pass
+
+
+def _represent_octal_11(representer: RoundTripRepresenter, data: OctalInt) -> Any:
+    # ruamel writes `0o755` (1.2 syntax, tagged under a 1.1 resolver); 1.1 spells it `0755`.
+    width = getattr(data, "_width", None)
+    digits = f"{data:0{width}o}" if width else format(data, "o")
+    return representer.represent_scalar("tag:yaml.org,2002:int", "0" + digits)
+
+
+_Representer.add_representer(OctalInt, _represent_octal_11)
+
+
+def _make_yaml(indent: tuple[int, int, int] = _HERMES_INDENT) -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.Resolver = _PyYamlResolver
+    yaml.Representer = _Representer
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never fold a long string (a prompt, a URL) onto several lines
+    mapping, sequence, offset = indent
+    yaml.indent(mapping=mapping, sequence=sequence, offset=offset)
+    return yaml
+
+
+def _guess_indent(text: str) -> tuple[int, int, int]:
+    """The indentation of an existing file, so re-rendering does not re-indent untouched blocks."""
+    mapping = sequence = offset = None
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        body = line.lstrip(" ")
+        if not body or body.startswith("#"):
+            continue
+        indent = len(line) - len(body)
+        if body.startswith("- ") or body == "-":
+            if sequence is None and index:
+                parent = _previous_content_line(lines, index)
+                if parent is not None and parent.rstrip().endswith(":"):
+                    parent_indent = len(parent) - len(parent.lstrip(" "))
+                    offset = indent - parent_indent
+                    sequence = offset + 2
+        elif mapping is None and indent and index:
+            parent = _previous_content_line(lines, index)
+            if parent is not None and parent.rstrip().endswith(":") and not parent.lstrip().startswith("-"):
+                mapping = indent - (len(parent) - len(parent.lstrip(" ")))
+    mapping = mapping if mapping and mapping > 0 else _HERMES_INDENT[0]
+    if sequence is None or offset is None or offset < 0:
+        sequence, offset = _HERMES_INDENT[1], _HERMES_INDENT[2]
+    return mapping, max(sequence, offset + 2), offset
+
+
+def _previous_content_line(lines: list[str], index: int) -> str | None:
+    for line in reversed(lines[:index]):
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line
+    return None
+
+
+def split_dotted(dotted: str) -> list[str]:
+    parts = dotted.split(".")
+    if not dotted or any(part == "" for part in parts):
+        raise ValueError(f"invalid config key {dotted!r}: empty path segment")
+    return parts
+
+
+def to_plain(value: Any) -> Any:
+    """ruamel's round-trip types (CommentedMap, ScalarFloat, ...) as plain Python values."""
+    if isinstance(value, dict):
+        return {to_plain(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    # ruamel's ScalarBoolean subclasses int, so test the class name before int().
+    if type(value).__name__ == "ScalarBoolean":
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, datetime.datetime):
+        return datetime.datetime.fromisoformat(value.isoformat())
+    if isinstance(value, datetime.date):
+        return datetime.date.fromisoformat(value.isoformat())
+    return value
+
+
+def _same(current: Any, wanted: Any) -> bool:
+    return _strict_equal(to_plain(current), wanted)
+
+
+def _strict_equal(a: Any, b: Any) -> bool:
+    # Plain `==` says True == 1 and 1 == 1.0; a manifest's `true` must not match a live `1`.
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _to_node(value: Any) -> Any:
+    if isinstance(value, dict):
+        node = CommentedMap()
+        for key, child in value.items():
+            node[key] = _to_node(child)
+        return node
+    if isinstance(value, list | tuple):
+        return CommentedSeq(_to_node(v) for v in value)
+    return value
+
+
+class ConfigDoc:
+    """One config.yaml, loaded round-trip. `get`/`set`/`delete` take dotted keys (`a.b.c`)."""
+
+    def __init__(self, data: CommentedMap, *, text: str, exists: bool, source: str) -> None:
+        self._data = data
+        self._text = text
+        self._changed = False
+        self._yaml = _make_yaml(_guess_indent(text) if text else _HERMES_INDENT)
+        self.exists = exists
+        self.source = source
+
+    @classmethod
+    def load(cls, path: Path | str) -> ConfigDoc:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls(CommentedMap(), text="", exists=False, source=str(path))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HermesStateError(
+                f"cannot read {path}: {exc}", path=str(path), hint=unparseable_hint(str(path))
+            ) from exc
+        return cls.parse(text, source=str(path), exists=True)
+
+    @classmethod
+    def parse(cls, text: str, *, source: str = "<config.yaml>", exists: bool = True) -> ConfigDoc:
+        try:
+            data = _make_yaml().load(text)
+        except MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+            problem = exc.problem or exc.context or "invalid YAML"
+            # ruamel quotes both values of a duplicate key; they may be secrets, so cut them off.
+            problem = problem.split(" with value ", 1)[0]
+            raise HermesStateError(
+                f"{where}: {problem}", path=source, hint=unparseable_hint(source)
+            ) from exc
+        except YAMLError as exc:
+            raise HermesStateError(f"{source}: {exc}", path=source, hint=unparseable_hint(source)) from exc
+        if data is None:
+            data = CommentedMap()
+        if not isinstance(data, CommentedMap):
+            raise HermesStateError(
+                f"{source}: the top level is a {type(data).__name__}, not a mapping",
+                path=source,
+                hint=unparseable_hint(source),
+            )
+        return cls(data, text=text, exists=exists, source=source)
+
+    @property
+    def changed(self) -> bool:
+        return self._changed
+
+    def as_dict(self) -> dict[str, Any]:
+        return to_plain(self._data)
+
+    def get(self, dotted: str) -> tuple[bool, Any]:
+        """(present?, plain value) of a dotted key; a non-map on the way counts as absent."""
+        return self.get_in(split_dotted(dotted))
+
+    def get_in(self, parts: Sequence[str]) -> tuple[bool, Any]:
+        node: Any = self._data
+        for part in parts:
+            if not isinstance(node, dict) or part not in node:
+                return False, None
+            node = node[part]
+        return True, to_plain(node)
+
+    def set(self, dotted: str, value: Any) -> bool:
+        """Set a key, creating parent maps; returns False (and touches nothing) when already equal."""
+        return self.set_in(split_dotted(dotted), value)
+
+    def set_in(self, parts: Sequence[str], value: Any) -> bool:
+        parent = self._data
+        changed = False
+        for part in parts[:-1]:
+            child = parent.get(part)
+            if not isinstance(child, CommentedMap):
+                # A scalar where we need a map (e.g. `model: gpt-4` and we set `model.provider`):
+                # Hermes accepts both shapes, so the scalar is replaced by a map. Callers that
+                # care about the old scalar's meaning (model.default) set that key too.
+                child = CommentedMap()
+                parent[part] = child
+                changed = True
+            parent = child
+        changed = self._assign(parent, parts[-1], value) or changed
+        self._changed = self._changed or changed
+        return changed
+
+    def _assign(self, parent: CommentedMap, key: str, value: Any) -> bool:
+        if key in parent and _same(parent[key], value):
+            return False
+        current = parent.get(key)
+        if isinstance(value, dict) and isinstance(current, CommentedMap):
+            # Merge key by key so the comments and order of unchanged children survive.
+            changed = False
+            for stale in [k for k in current if k not in value]:
+                _delete_key(current, stale)
+                changed = True
+            for child_key, child_value in value.items():
+                changed = self._assign(current, child_key, child_value) or changed
+            return changed
+        parent[key] = _to_node(value)
+        return True
+
+    def delete(self, dotted: str) -> bool:
+        """Remove a key; parents left empty by the removal go too. False when it was absent."""
+        return self.delete_in(split_dotted(dotted))
+
+    def delete_in(self, parts: Sequence[str]) -> bool:
+        chain: list[CommentedMap] = [self._data]
+        for part in parts[:-1]:
+            child = chain[-1].get(part)
+            if not isinstance(child, CommentedMap):
+                return False
+            chain.append(child)
+        if parts[-1] not in chain[-1]:
+            return False
+        # Remove at the highest level that would otherwise be left empty.
+        depth = len(parts) - 1
+        while depth > 0 and len(chain[depth]) == 1:
+            depth -= 1
+        _delete_key(chain[depth], parts[depth])
+        self._changed = True
+        return True
+
+    def render(self) -> str:
+        if not self._changed:
+            return self._text
+        if not self._data:
+            return ""
+        buffer = io.StringIO()
+        self._yaml.dump(self._data, buffer)
+        return buffer.getvalue()
+
+    def save(self, path: Path | str) -> None:
+        fsio.atomic_write_text(Path(path), self.render(), mode=0o600)
+        self._text = self.render()
+        self._changed = False
+        self.exists = True
+
+
+# --- keeping comments when a key is deleted -------------------------------------------------
+# ruamel stores a comment block that sits *between* two keys on the key above it (as the tail of
+# that key's end-of-line comment, or on the last item of its nested block). Deleting the key would
+# silently drop the comment that describes the next key; these helpers move that tail onto the
+# previous sibling instead.
+
+
+def _comment_slot(node: Any) -> int:
+    return 2 if isinstance(node, CommentedMap) else 0
+
+
+def _last_leaf(node: Any, key: Any) -> tuple[Any, Any]:
+    """The (container, key) whose post-comment is emitted after everything under node[key]."""
+    value = node[key]
+    while isinstance(value, CommentedMap | CommentedSeq) and len(value) and not value.fa.flow_style():
+        node, key = value, (list(value.keys())[-1] if isinstance(value, CommentedMap) else len(value) - 1)
+        value = node[key]
+    return node, key
+
+
+def _trailing_lines(node: Any, key: Any) -> str:
+    container, leaf = _last_leaf(node, key)
+    entry = container.ca.items.get(leaf)
+    if not entry:
+        return ""
+    token = entry[_comment_slot(container)]
+    if not isinstance(token, CommentToken) or "\n" not in token.value:
+        return ""
+    return token.value.split("\n", 1)[1]
+
+
+def _append_trailing(node: Any, key: Any, tail: str) -> None:
+    container, leaf = _last_leaf(node, key)
+    slot = _comment_slot(container)
+    entry = container.ca.items.setdefault(leaf, [None, None, None, None])
+    token = entry[slot]
+    if isinstance(token, CommentToken):
+        text = token.value if token.value.endswith("\n") else token.value + "\n"
+        token.value = text + tail
+    else:
+        entry[slot] = CommentToken("\n" + tail, CommentMark(0), None)
+
+
+def _delete_key(node: CommentedMap, key: Any) -> None:
+    keys = list(node.keys())
+    index = keys.index(key)
+    tail = _trailing_lines(node, key)
+    del node[key]
+    node.ca.items.pop(key, None)
+    if not tail.strip():
+        return
+    if index > 0:
+        _append_trailing(node, keys[index - 1], tail)
+    elif len(keys) > 1:
+        # The first key went: the comment becomes a leading comment of the new first key.
+        entry = node.ca.items.setdefault(keys[1], [None, None, None, None])
+        entry[1] = [CommentToken(tail, CommentMark(0), None), *(entry[1] or [])]
