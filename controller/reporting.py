@@ -154,3 +154,119 @@ def _fails(diags: list[Diagnostic], strict: bool) -> bool:
 
 def write(text: str, stream: TextIO | None = None) -> None:
     (stream or sys.stdout).write(text)
+
+
+# --- plans and apply results --------------------------------------------------------------------
+
+_SIGIL = {"create": "+", "update": "~", "adopt": "~", "delete": "-", "conflict": "!", "error": "!",
+          "orphan": "?", "release": "-", "no-op": "="}
+_OP_SIGIL = {"add": "+", "change": "~", "remove": "-"}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, str) and value.startswith("(") and value.endswith(")"):
+        return value  # (secret), (12 lines, sha256:...)
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def plan_text(plan: Any, *, home: str, color: bool, verbose: bool = False) -> str:
+    p = Palette(color)
+    paint = {"+": p.green, "~": p.yellow, "-": p.red, "!": p.red, "?": p.cyan, "=": p.dim}
+    lines = [p.bold(f"Fleet {plan.fleet!r}") + p.dim(f" · manifests {plan.digest[:19]} · home {home}"), ""]
+    quiet = 0
+    for change in plan.changes:
+        if change.action.value == "no-op" and not verbose:
+            quiet += 1
+            continue
+        sigil = _SIGIL[change.action.value]
+        label = f"{change.kind}/{change.name}"
+        drift = p.yellow(" [drift]") if change.drift else ""
+        lines.append(paint[sigil](f"{sigil} {label}") + f"  {change.action.value}{drift}"
+                     + (p.dim(f" ({change.reason})") if change.reason else ""))
+        for f in change.fields:
+            s = _OP_SIGIL[f.op]
+            if f.op == "add":
+                body = f"{f.field} = {_fmt(f.new)}"
+            elif f.op == "remove":
+                body = f"{f.field} (was {_fmt(f.old)})"
+            else:
+                body = f"{f.field}: {_fmt(f.old)} -> {_fmt(f.new)}"
+            mark = p.yellow("  (drift: changed outside hermes-fleet)") if f.drift else ""
+            lines.append("    " + paint[s](s) + " " + body + mark)
+    if quiet:
+        lines.append(p.dim(f"= {quiet} object(s) unchanged"))
+    lines.append("")
+    lines.append(plan_summary_line(plan, p))
+    return "\n".join(lines) + "\n"
+
+
+def plan_summary_line(plan: Any, p: Palette | None = None) -> str:
+    p = p or Palette(False)
+    c = plan.counts()
+    parts = [f"{c['create']} to create", f"{c['update']} to update", f"{c['adopt']} to adopt",
+             f"{c['delete']} to delete"]
+    extra = []
+    if c["orphan"]:
+        extra.append(f"{c['orphan']} orphaned (kept; --prune deletes)")
+    if c["release"]:
+        extra.append(f"{c['release']} to release")
+    if plan.drifted:
+        extra.append(p.yellow(f"{len(plan.drifted)} drifted"))
+    if c["conflict"]:
+        extra.append(p.red(f"{c['conflict']} conflict(s)"))
+    if c["error"]:
+        extra.append(p.red(f"{c['error']} error(s)"))
+    head = "Plan: " + ", ".join(parts) + "." if plan.has_changes else "No changes: the home matches the manifests."
+    return head + (" " + "; ".join(extra) + "." if extra else "")
+
+
+def plan_json(plan: Any, *, home: str, results: Any = None, kind: str = "plan") -> str:
+    payload: dict[str, Any] = {
+        "schemaVersion": JSON_SCHEMA_VERSION,
+        "kind": kind,
+        "fleet": plan.fleet,
+        "digest": plan.digest,
+        "home": home,
+        "summary": {**plan.counts(), "drifted": len(plan.drifted), "changes_pending": plan.has_changes},
+        "objects": [
+            {
+                "kind": c.kind, "name": c.name, "action": c.action.value, "reason": c.reason, "drift": c.drift,
+                "origin": c.origin,
+                "fields": [{"field": f.field, "op": f.op, "old": f.old, "new": f.new, "secret": f.secret,
+                            "drift": f.drift} for f in c.fields],
+            }
+            for c in plan.changes
+        ],
+    }
+    if results is not None:
+        payload["results"] = [
+            {"object": f"{o.change.kind}/{o.change.name}", "action": o.change.action.value, "ok": o.ok,
+             "error": o.error or None} for o in results.outcomes
+        ]
+        payload["summary"]["failed"] = len(results.failed)
+    return json.dumps(payload, indent=2, default=str) + "\n"
+
+
+_DONE = {"create": "created", "update": "updated", "adopt": "adopted", "delete": "deleted (backed up)",
+         "release": "released"}
+
+
+def apply_text(results: Any, *, color: bool) -> str:
+    p = Palette(color)
+    lines = []
+    for o in results.outcomes:
+        label = f"{o.change.kind}/{o.change.name}"
+        if o.ok:
+            n = len(o.change.fields)
+            detail = f" ({n} field(s))" if n and o.change.action.value != "delete" else ""
+            lines.append(p.green(f"{label}: {_DONE[o.change.action.value]}") + detail)
+        else:
+            lines.append(p.red(f"{label}: failed") + f": {o.error}")
+    done, failed = len(results.done), len(results.failed)
+    if failed:
+        lines.append(p.red(f"Apply finished with {failed} failure(s), {done} object(s) converged. ")
+                     + "Fix the causes above and run apply again; it picks up where this one stopped.")
+    else:
+        lines.append(p.green(f"Apply complete: {done} object(s) changed."))
+    return "\n".join(lines) + "\n"

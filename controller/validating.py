@@ -136,6 +136,10 @@ def validate(documents: list[Document], *, fleet: str | None = None, now: dateti
     gathered = _gather(models, report)
     schema_failed = len(models) < len(documents)
     fleet_name = _resolve_fleet(gathered, fleet, report, documents, quiet=schema_failed)
+    if fleet_name is None and not documents and not report.items:
+        report.items.append(Diagnostic("error", (files or ["<input>"])[0], 0, 0, "",
+                                       "no manifest documents: the input is empty",
+                                       "add a 'kind: Fleet' document, or pass --fleet NAME", "fleet"))
     checker = _Checks(gathered, report, now or datetime.now(timezone.utc))
     checker.run()
     state = None
@@ -221,11 +225,13 @@ def _explain(err: dict[str, Any], cls: type[BaseModel]) -> tuple[tuple[object, .
     message = err["msg"]
     if message.startswith(("Value error, ", "Assertion failed, ")):
         message = message.split(", ", 1)[1]
+    hint = ""
     if kind.endswith("_type") or kind in ("model_type", "dict_type", "list_type"):
         message = f"{message[0].lower()}{message[1:]}, got {_type_name(err.get('input'))}"
+        hint = "'hermes-fleet schema' shows what each field takes"
     elif kind == "string_pattern_mismatch":
         message = f"{_short(err.get('input'))} is not allowed here ({message.lower()})"
-    return loc, message[0].lower() + message[1:] if message else message, "", "invalid_value"
+    return loc, message[0].lower() + message[1:] if message else message, hint, "invalid_value"
 
 
 @functools.lru_cache(maxsize=256)

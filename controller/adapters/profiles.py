@@ -23,7 +23,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from controller.adapters import fsio
+from controller.adapters import envfile, fsio
 from controller.adapters.home import DEFAULT_PROFILE, profile_dir, state_dir
 from controller.errors import ConflictError, HermesStateError, UsageError
 
@@ -45,12 +45,6 @@ CLONE_TREES = ("skills",)
 CLONE_SUBDIR_FILES = ("memories/MEMORY.md", "memories/USER.md")
 NO_BUNDLED_SKILLS_MARKER = ".no-bundled-skills"  # Hermes checks only that it exists
 
-# TODO: replace with envfile.PROFILE_ENV_HEADER once the envfile adapter lands.
-_PROFILE_ENV_HEADER = (
-    "# Per-profile secrets for this Hermes profile.\n"
-    "# API keys and tokens set here override the shell environment.\n"
-    "# Behavioral settings belong in config.yaml, not here.\n"
-)
 _NO_SKILLS_TEXT = "Bundled-skill seeding is off for this profile (created by hermes-fleet).\n"
 
 # --- Messaging channels a clone leaves behind -------------------------------------------------
@@ -160,7 +154,12 @@ def live_profiles(root: Path) -> list[str]:
 
 
 def create_profile(
-    root: Path, name: str, *, clone_from: str | None = None, create_empty: bool = False
+    root: Path,
+    name: str,
+    *,
+    clone_from: str | None = None,
+    create_empty: bool = False,
+    extra_files: dict[str, str] | None = None,  # written into the staging dir (the owner marker)
 ) -> Path:
     """Build `profiles/<name>` as `hermes profile create` (0.19) would, then publish it with one rename.
 
@@ -184,6 +183,8 @@ def create_profile(
     _remove_staging(staging)  # a leftover of a crashed earlier run with our pid
     try:
         _build_profile(staging, source=source, create_empty=create_empty)
+        for rel, text in (extra_files or {}).items():
+            fsio.atomic_write_text(staging / rel, text)
         # Re-check just before publishing: another writer may have created or tombstoned it.
         _refuse_existing(root, name, target)
         try:
@@ -234,7 +235,7 @@ def _build_profile(staging: Path, *, source: Path | None, create_empty: bool) ->
         _copy_clone_files(source, staging)
     env_path = staging / ".env"
     if not env_path.exists():
-        fsio.atomic_write_text(env_path, _PROFILE_ENV_HEADER, mode=0o600)
+        fsio.atomic_write_text(env_path, envfile.PROFILE_ENV_HEADER, mode=0o600)
     if create_empty:
         fsio.atomic_write_text(staging / NO_BUNDLED_SKILLS_MARKER, _NO_SKILLS_TEXT)
 

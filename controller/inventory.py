@@ -1,0 +1,145 @@
+"""Ownership: what each fleet created or adopted, and the values it last applied.
+
+One JSON file per fleet under `<root>/.hermes-fleet/inventory/<fleet>.json` (atomic, 0600), plus a
+marker file in every owned profile (`.hermes-fleet-owner.json`) so a crash between publishing a
+profile and saving the inventory still leaves the profile recognisably ours. The last-applied
+values make plans three-way (desired / live / last applied), which is how drift is told apart
+from a change in the manifests. Secret values are stored only as keyed hashes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import secrets as pysecrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from controller.adapters import fsio
+from controller.adapters.home import profile_dir, state_dir
+from controller.errors import HermesStateError
+
+SCHEMA_VERSION = 1
+MARKER = ".hermes-fleet-owner.json"
+INSTALL_KEY = "install/root"
+
+
+def bot_key(name: str) -> str:
+    return f"bot/{name}"
+
+
+@dataclass
+class Inventory:
+    fleet: str
+    salt: str = field(default_factory=lambda: pysecrets.token_hex(16))
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_apply: dict[str, Any] | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    exists: bool = False
+
+    def owns(self, key: str) -> bool:
+        return key in self.objects
+
+    def applied(self, key: str) -> dict[str, Any]:
+        return self.objects.get(key, {}).get("applied", {})
+
+    def secret_hash(self, value: str) -> str:
+        """A keyed hash: detects a changed secret without storing it."""
+        return "hmac:" + hmac.new(self.salt.encode(), value.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def owned_bots(self) -> list[str]:
+        return sorted(k.split("/", 1)[1] for k in self.objects if k.startswith("bot/"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schemaVersion": SCHEMA_VERSION, "fleet": self.fleet, "salt": self.salt,
+            "last_apply": self.last_apply, "history": self.history[-10:], "objects": self.objects,
+        }
+
+
+def inventory_dir(root: Path) -> Path:
+    return state_dir(root) / "inventory"
+
+
+def inventory_path(root: Path, fleet: str) -> Path:
+    return inventory_dir(root) / f"{fleet}.json"
+
+
+def load(root: Path, fleet: str) -> Inventory:
+    path = inventory_path(root, fleet)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Inventory(fleet=fleet)
+    except (OSError, ValueError) as exc:
+        raise HermesStateError(f"cannot read the inventory {path}: {exc}", path=str(path),
+                               hint="restore it from a backup or move it away to start over (then apply --adopt)") from exc
+    if not isinstance(data, dict) or data.get("fleet") != fleet or not isinstance(data.get("objects"), dict):
+        raise HermesStateError(f"{path} is not an inventory of fleet {fleet!r}", path=str(path),
+                               hint="move it away and apply with --adopt to rebuild it")
+    return Inventory(fleet=fleet, salt=str(data.get("salt") or pysecrets.token_hex(16)), objects=data["objects"],
+                     last_apply=data.get("last_apply"), history=list(data.get("history") or []), exists=True)
+
+
+def save(root: Path, inventory: Inventory) -> None:
+    folder = inventory_dir(root)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    text = json.dumps(inventory.to_json(), indent=1, sort_keys=True, default=str) + "\n"
+    fsio.atomic_write_text(inventory_path(root, inventory.fleet), text, mode=0o600)
+    inventory.exists = True
+
+
+def all_fleets(root: Path) -> list[str]:
+    folder = inventory_dir(root)
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith("."))
+
+
+def foreign_owners(root: Path, fleet: str) -> dict[str, str]:
+    """Object key -> fleet, for objects owned by every *other* fleet in this home."""
+    owners: dict[str, str] = {}
+    for other in all_fleets(root):
+        if other == fleet:
+            continue
+        with contextlib.suppress(HermesStateError):
+            for key in load(root, other).objects:
+                owners.setdefault(key, other)
+    return owners
+
+
+# --- the marker inside each owned profile ------------------------------------------------------
+
+
+def read_marker(root: Path, name: str) -> dict[str, Any] | None:
+    """The owner marker of profile `name`, if it is valid *for that profile* (a clone's copy is not)."""
+    try:
+        data = json.loads((profile_dir(root, name) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("profile") != name or not isinstance(data.get("fleet"), str):
+        return None
+    return data
+
+
+def marker_text(fleet: str, name: str) -> str:
+    return json.dumps({"fleet": fleet, "profile": name, "managed_by": "hermes-fleet",
+                       "note": "This profile is managed by hermes-fleet; see docs/cli.md"}, indent=1) + "\n"
+
+
+def write_marker(directory: Path, fleet: str, name: str) -> None:
+    fsio.atomic_write_text(directory / MARKER, marker_text(fleet, name), mode=0o644)
+
+
+def remove_marker(directory: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(directory / MARKER)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

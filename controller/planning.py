@@ -1,0 +1,321 @@
+"""Planning: desired state + observed state + inventory -> a Plan of per-field changes (pure).
+
+Three-way, like `kubectl apply`'s last-applied: a field is compared desired vs live; it is *drift*
+when the live value also differs from what this fleet last applied. A field the manifests stop
+setting is removed (config/.env keys) or explicitly cleared (Bot Mode metadata) only if nobody
+changed it since we applied it. Secret values never enter a Plan: only "(secret)" markers.
+Called by commands (plan, apply, status); touches nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from controller import inventory as inv
+from controller.desired import DesiredBot, DesiredState
+from controller.naming import DEFAULT_PROFILE
+from controller.observed import LiveProfile
+
+# ui_meta['hermes-bots'] keys this tool manages, and the explicit value that clears each one
+# (Desktop keeps keys the server omits, so a clear must be written: bot-mode-state.md section 1).
+META_CLEAR: dict[str, Any] = {
+    "title": None, "description": None, "hidden": False, "pinned": False, "sectionId": None,
+    "sectionName": None, "shape": None, "color": None, "imageKind": None, "custom": False,
+}
+PRUNE_GUARD_FRACTION = 0.25
+# Fields that stay as they are when the manifests stop managing them (a persona, a chat history).
+KEPT_ON_RELEASE = ("soul", "botchat")
+
+
+class Action(str, Enum):
+    CREATE = "create"
+    UPDATE = "update"
+    ADOPT = "adopt"
+    DELETE = "delete"
+    NOOP = "no-op"
+    ORPHAN = "orphan"  # owned, gone from the manifests, kept because --prune was not given
+    RELEASE = "release"  # gone from the manifests and never deleted (the default profile)
+    CONFLICT = "conflict"
+    ERROR = "error"
+
+
+WRITING_ACTIONS = (Action.CREATE, Action.UPDATE, Action.ADOPT, Action.DELETE, Action.RELEASE)
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str  # namespace:key, e.g. config:model.default, env:OPENROUTER_API_KEY, meta:title
+    op: str  # add | change | remove
+    old: Any
+    new: Any
+    secret: bool = False
+    drift: bool = False
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    kind: str  # bot | install
+    name: str
+    action: Action
+    reason: str = ""
+    fields: tuple[FieldChange, ...] = ()
+    origin: str = ""
+    drift: bool = False
+
+    @property
+    def key(self) -> str:
+        return inv.INSTALL_KEY if self.kind == "install" else inv.bot_key(self.name)
+
+
+@dataclass(frozen=True)
+class Plan:
+    fleet: str
+    digest: str
+    changes: tuple[ObjectChange, ...]
+    prune: bool = False
+
+    def by_action(self, *actions: Action) -> list[ObjectChange]:
+        return [c for c in self.changes if c.action in actions]
+
+    @property
+    def has_changes(self) -> bool:
+        return any(c.action in WRITING_ACTIONS for c in self.changes)
+
+    @property
+    def conflicts(self) -> list[ObjectChange]:
+        return self.by_action(Action.CONFLICT)
+
+    @property
+    def errors(self) -> list[ObjectChange]:
+        return self.by_action(Action.ERROR)
+
+    @property
+    def drifted(self) -> list[ObjectChange]:
+        return [c for c in self.changes if c.drift]
+
+    def counts(self) -> dict[str, int]:
+        out = {a.value: 0 for a in Action}
+        for change in self.changes:
+            out[change.action.value] += 1
+        return out
+
+
+@dataclass
+class Inputs:
+    """Everything the planner needs, gathered by commands (observed + resolved secrets)."""
+
+    state: DesiredState
+    inventory: inv.Inventory
+    live: dict[str, LiveProfile]  # by profile name; "default" is the root
+    env_values: dict[str, dict[str, str]]  # bot name (or "" for install) -> resolved .env values
+    secret_keys: dict[str, set[str]]  # bot name (or "") -> env keys that hold secrets
+    secret_errors: dict[str, str] = field(default_factory=dict)  # bot name -> why a secret is missing
+    avatars: dict[str, tuple[str, str]] = field(default_factory=dict)  # bot -> (ext, sha256) of the image
+    foreign: dict[str, str] = field(default_factory=dict)  # object key -> other fleet owning it
+    foreign_install: dict[str, str] = field(default_factory=dict)  # install field -> other fleet
+    prune: bool = False
+    adopt: bool = False
+    yes: bool = False
+
+
+# --- field values ------------------------------------------------------------------------------
+
+
+def desired_fields(bot: DesiredBot, env_values: dict[str, str], avatar: tuple[str, str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {f"config:{k}": v for k, v in bot.config.items()}
+    out.update({f"env:{k}": v for k, v in env_values.items()})
+    if bot.description is not None:
+        out["profile:description"] = bot.description.strip()
+        out["meta:description"] = bot.description.strip()
+    if bot.display_name is not None:
+        out["profile:display_name"] = bot.display_name
+    for key, value in (("title", bot.title), ("hidden", bot.hidden), ("pinned", bot.pinned)):
+        if value is not None:
+            out[f"meta:{key}"] = value
+    if bot.section is not None:
+        out["meta:sectionId"], out["meta:sectionName"] = bot.section
+    for key, value in (bot.avatar or {}).items():
+        if value is not None:
+            out[f"meta:{key}"] = value
+    if bot.soul is not None:
+        out["soul"] = bot.soul
+    if avatar is not None:
+        out["avatar"] = f"{avatar[0]}:{avatar[1]}"
+    out["botchat"] = True
+    return out
+
+
+def install_fields(state: DesiredState, env_values: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {f"config:{k}": v for k, v in state.install_config.items()}
+    out.update({f"env:{k}": v for k, v in env_values.items()})
+    return out
+
+
+def live_value(live: LiveProfile, name: str) -> tuple[bool, Any]:
+    space, _, key = name.partition(":")
+    if space == "config":
+        return live.config_value(key)
+    if space == "env":
+        return live.env_value(key)
+    if space == "meta":
+        return live.meta_value(key)
+    if space == "profile":
+        return live.profile_value(key)
+    if space == "soul":
+        return live.soul is not None, live.soul
+    if space == "avatar":
+        return (True, f"{live.avatar[0]}:{live.avatar[1]}") if live.avatar else (False, None)
+    if space == "botchat":
+        return (True, True) if live.bot_chat else (False, None)
+    raise KeyError(name)
+
+
+def comparable(name: str, value: Any, *, secret: bool, inventory: inv.Inventory) -> Any:
+    """The form stored as last-applied and compared: hashes for secrets and souls."""
+    if value is None:
+        return None
+    if secret:
+        return inventory.secret_hash(str(value))
+    if name == "soul":
+        return "sha256:" + hashlib.sha256(str(value).encode()).hexdigest()
+    return value
+
+
+def clear_value(name: str) -> Any:
+    space, _, key = name.partition(":")
+    return META_CLEAR.get(key) if space == "meta" else None
+
+
+# --- the planner -----------------------------------------------------------------------------
+
+
+def diff_fields(desired: dict[str, Any], live: LiveProfile, applied: dict[str, Any], secret_keys: set[str],
+                inventory: inv.Inventory) -> list[FieldChange]:
+    changes: list[FieldChange] = []
+    for name in sorted(set(desired) | set(applied)):
+        secret = name.startswith("env:") and name[4:] in secret_keys
+        present, live_raw = live_value(live, name)
+        live_cv = comparable(name, live_raw, secret=secret, inventory=inventory) if present else None
+        was = applied.get(name)
+        drift = name in applied and live_cv != was
+        if name in desired:
+            want_cv = comparable(name, desired[name], secret=secret, inventory=inventory)
+            if present and live_cv == want_cv:
+                continue
+            op = "change" if present else "add"
+            changes.append(FieldChange(name, op, _shown(name, live_raw if present else None, secret),
+                                       _shown(name, desired[name], secret), secret, drift))
+        elif present and not drift and name not in KEPT_ON_RELEASE and live_raw != clear_value(name):
+            # No longer in the manifests, and untouched since we applied it: remove / clear it.
+            changes.append(FieldChange(name, "remove", _shown(name, live_raw, secret), None, secret, False))
+    return changes
+
+
+def _shown(name: str, value: Any, secret: bool) -> Any:
+    if value is None:
+        return None
+    if secret:
+        return "(secret)"
+    if name == "soul":
+        text = str(value)
+        return f"({len(text.splitlines())} lines, sha256:{hashlib.sha256(text.encode()).hexdigest()[:12]})"
+    return value
+
+
+def plan(inputs: Inputs) -> Plan:
+    state = inputs.state
+    changes: list[ObjectChange] = []
+    changes.append(_plan_install(inputs))
+    for name, bot in state.bots.items():
+        changes.append(_plan_bot(inputs, bot))
+    for name in inputs.inventory.owned_bots():
+        if name not in state.bots:
+            changes.append(_plan_orphan(inputs, name))
+    _guard_prune(inputs, changes)
+    return Plan(fleet=state.fleet, digest=state.digest, changes=tuple(changes), prune=inputs.prune)
+
+
+def _plan_install(inputs: Inputs) -> ObjectChange:
+    live = inputs.live[DEFAULT_PROFILE]
+    if live.errors:
+        return ObjectChange("install", "root", Action.ERROR, "; ".join(live.errors))
+    if "" in inputs.secret_errors:
+        return ObjectChange("install", "root", Action.ERROR, inputs.secret_errors[""])
+    desired = install_fields(inputs.state, inputs.env_values.get("", {}))
+    taken = sorted(f for f in desired if f in inputs.foreign_install)
+    if taken:
+        owners = ", ".join(f"{f} (fleet {inputs.foreign_install[f]!r})" for f in taken)
+        return ObjectChange("install", "root", Action.CONFLICT, f"install-wide keys owned by another fleet: {owners}")
+    applied = inputs.inventory.applied(inv.INSTALL_KEY)
+    fields = diff_fields(desired, live, applied, inputs.secret_keys.get("", set()), inputs.inventory)
+    action = Action.UPDATE if fields else Action.NOOP
+    return ObjectChange("install", "root", action, "install-wide settings (root profile)", tuple(fields),
+                        drift=any(f.drift for f in fields))
+
+
+def _plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
+    key = inv.bot_key(bot.name)
+    live = inputs.live[bot.name]
+    origin = str(bot.origin)
+    owned = inputs.inventory.owns(key) or bool(live.marker and live.marker.get("fleet") == inputs.state.fleet)
+    foreign = inputs.foreign.get(key) or (live.marker or {}).get("fleet") if not owned else None
+    if foreign and foreign != inputs.state.fleet:
+        return ObjectChange("bot", bot.name, Action.CONFLICT, f"profile is owned by fleet {foreign!r}; "
+                            "two fleets never manage one object", origin=origin)
+    if live.errors:
+        return ObjectChange("bot", bot.name, Action.ERROR, "; ".join(live.errors), origin=origin)
+    if bot.name in inputs.secret_errors:
+        return ObjectChange("bot", bot.name, Action.ERROR, inputs.secret_errors[bot.name], origin=origin)
+    desired = desired_fields(bot, inputs.env_values.get(bot.name, {}), inputs.avatars.get(bot.name))
+    applied = inputs.inventory.applied(key) if owned else {}
+    secret_keys = inputs.secret_keys.get(bot.name, set())
+    if not live.exists and bot.name != DEFAULT_PROFILE:
+        if live.tombstoned:
+            return ObjectChange("bot", bot.name, Action.ERROR, f"profiles/.deleted/{bot.name} marks this profile "
+                                "as deleted by Hermes; remove the tombstone with `hermes profile create` "
+                                "or rename the bot", origin=origin)
+        fields = diff_fields(desired, live, {}, secret_keys, inputs.inventory)
+        reason = "profile was deleted outside hermes-fleet; recreating it" if owned else "profile does not exist"
+        return ObjectChange("bot", bot.name, Action.CREATE, reason, tuple(fields), origin, drift=owned)
+    fields = diff_fields(desired, live, applied, secret_keys, inputs.inventory)
+    drift = any(f.drift for f in fields)
+    if owned:
+        action = Action.UPDATE if fields else Action.NOOP
+        return ObjectChange("bot", bot.name, action, "managed by this fleet", tuple(fields), origin, drift)
+    if not inputs.adopt:
+        return ObjectChange("bot", bot.name, Action.CONFLICT, f"profile {bot.name!r} exists but is not managed by "
+                            f"fleet {inputs.state.fleet!r}; re-run with --adopt to take it over",
+                            tuple(fields), origin)
+    return ObjectChange("bot", bot.name, Action.ADOPT, "existing profile taken over (--adopt)", tuple(fields), origin)
+
+
+def _plan_orphan(inputs: Inputs, name: str) -> ObjectChange:
+    if name == DEFAULT_PROFILE:
+        return ObjectChange("bot", name, Action.RELEASE, "removed from the manifests; the default profile is "
+                            "never deleted, only released from this fleet")
+    live = inputs.live.get(name)
+    if live is not None and not live.exists:
+        return ObjectChange("bot", name, Action.RELEASE, "removed from the manifests and already gone from the home")
+    if not inputs.prune:
+        return ObjectChange("bot", name, Action.ORPHAN, "removed from the manifests; `apply --prune` moves it to a "
+                            "restorable backup")
+    return ObjectChange("bot", name, Action.DELETE, "removed from the manifests (--prune): moved to a backup "
+                        "under .hermes-fleet/backups, restorable with `hermes-fleet restore`")
+
+
+def _guard_prune(inputs: Inputs, changes: list[ObjectChange]) -> None:
+    deletes = [c for c in changes if c.action is Action.DELETE]
+    owned = len(inputs.inventory.owned_bots())
+    if not deletes or inputs.yes:
+        return
+    limit = max(1, int(owned * PRUNE_GUARD_FRACTION))
+    if len(deletes) > limit or (owned > 1 and len(deletes) == owned):
+        for i, change in enumerate(changes):
+            if change.action is Action.DELETE:
+                changes[i] = ObjectChange(
+                    "bot", change.name, Action.CONFLICT,
+                    f"prune would delete {len(deletes)} of {owned} bots (more than the {PRUNE_GUARD_FRACTION:.0%} "
+                    "guard); re-run with --yes if that is intended", origin=change.origin)
