@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
     p.set_defaults(func=_lazy("controller.commands", "cmd_status"))
 
+    p = sub.add_parser("demo", help="apply a built-in demo fleet to a scratch Hermes home and show the result")
+    p.add_argument("--home", metavar="DIR", help="where to build the demo home (default: a new temporary folder)")
+    p.add_argument("--force", action="store_true", help="allow a non-empty --home")
+    p.set_defaults(func=_lazy("controller.demo", "cmd_demo"))
+
     p = sub.add_parser("restore", help="bring back a bot that prune moved to a backup")
     _add_home_arg(p)
     p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)")
