@@ -155,6 +155,7 @@ def _read_text(name: str) -> str:
 def parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
     """All non-empty documents in `text`; raises _FileProblem on a syntax error."""
     from ruamel.yaml.error import MarkedYAMLError
+    from ruamel.yaml.reader import ReaderError
 
     budget = _Budget(max(200_000, 20 * len(text)))
     documents: list[Document] = []
@@ -172,6 +173,13 @@ def parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
             documents.append(Document(source, index, data, node, base_dir))
     except MarkedYAMLError as exc:
         raise _syntax_problem(exc, text) from None
+    except ReaderError as exc:  # a control character: not a MarkedYAMLError, so it has no mark
+        pos = max(0, min(int(exc.position), len(text)))
+        line, column = text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
+        char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+        raise _FileProblem(f"YAML does not allow the control character U+{char:04X} here", code="yaml",
+                           hint="remove it, or write it as an escape in a double-quoted string", line=line,
+                           column=column) from None
     except RecursionError:
         raise _FileProblem(f"nesting is deeper than {MAX_DEPTH} levels", code="yaml",
                            hint="flatten the document") from None

@@ -44,6 +44,7 @@ from controller.models import (
     SecretRef,
     Section,
     SectionDocument,
+    Tts,
 )
 
 DOCUMENT_CLASSES: dict[str, type[BaseModel]] = {
@@ -62,7 +63,9 @@ BOT_COVERED = ("model", "toolsets", "skills", "mcp_servers", "tts", "checkpoints
 INSTALL_COVERED = (
     "checkpoints", "gateway.bot_loop_guard", "agent.bot_mode_protocol", "auxiliary.group_router", "bot_peers",
 )
-_UNION_TAGS = re.compile(r"^(SecretRef|str|int|float|bool|none|function-.*|constrained-.*|literal\[.*|json-or-python.*)$")
+TTS_PROVIDER_FIELDS = tuple(f for f in Tts.model_fields if f != "provider")
+_UNION_TAGS = re.compile(
+    r"^(SecretRef|str|int|float|bool|none|function-.*|constrained-.*|literal\[.*|json-or-python.*|\[key\])$")
 
 
 @dataclass
@@ -72,8 +75,11 @@ class Declared:
     obj: Any
     doc: Document
     loc: tuple[object, ...]
+    named_at: tuple[object, ...] | None = None  # one-object documents: the name is metadata.name
 
     def at(self, *more: object) -> tuple[Document, tuple[object, ...]]:
+        if more and more[0] == "name" and self.named_at is not None:
+            return self.doc, self.named_at + more[1:]
         return self.doc, self.loc + more
 
     @property
@@ -138,13 +144,15 @@ def validate(documents: list[Document], *, fleet: str | None = None, now: dateti
     fleet_name = _resolve_fleet(gathered, fleet, report, documents, quiet=schema_failed)
     if fleet_name is None and not documents and not report.items:
         report.items.append(Diagnostic("error", (files or ["<input>"])[0], 0, 0, "",
-                                       "no manifest documents: the input is empty",
+                                       "no manifest documents were read from the input",
                                        "add a 'kind: Fleet' document, or pass --fleet NAME", "fleet"))
     checker = _Checks(gathered, report, now or datetime.now(timezone.utc))
     checker.run()
     state = None
     if not any(x.severity == "error" for x in report.items) and fleet_name is not None:
         state = _build_state(gathered, fleet_name, report)
+        if any(x.severity == "error" for x in report.items):  # _build_state found a conflict
+            state = None
     diagnostics = sorted(report.items, key=lambda x: (x.file, x.line, x.column))
     return ValidationResult(diagnostics, state, files or sorted({doc.source for doc in documents}), len(documents))
 
@@ -230,7 +238,7 @@ def _explain(err: dict[str, Any], cls: type[BaseModel]) -> tuple[tuple[object, .
         message = f"{message[0].lower()}{message[1:]}, got {_type_name(err.get('input'))}"
         hint = "'hermes-fleet schema' shows what each field takes"
     elif kind == "string_pattern_mismatch":
-        message = f"{_short(err.get('input'))} is not allowed here ({message.lower()})"
+        message = f"{_short(err.get('input'))} is not allowed here ({message[0].lower()}{message[1:]})"
     return loc, message[0].lower() + message[1:] if message else message, hint, "invalid_value"
 
 
@@ -302,7 +310,8 @@ def _gather(models: list[tuple[Document, BaseModel]], report: _Report) -> Gather
                              "keep one Fleet document per fleet", "duplicate")
             g.fleet_names[name] = Declared(model, doc, ())
             spec = model.spec
-            g.policies.append(Declared(spec, doc, ("spec",)))
+            if any(getattr(spec, f) is not None for f in PolicySpec.model_fields):
+                g.policies.append(Declared(spec, doc, ("spec",)))
             for i, x in enumerate(spec.sections or []):
                 g.sections.append(Declared(x, doc, ("spec", "sections", i)))
             for i, x in enumerate(spec.bots or []):
@@ -316,28 +325,42 @@ def _gather(models: list[tuple[Document, BaseModel]], report: _Report) -> Gather
             continue
         if meta_fleet:
             g.explicit_fleets.append((meta_fleet, Declared(model, doc, ("metadata", "fleet"))))
-        _gather_single(model, doc, g)
+        _gather_single(model, doc, g, report)
     return g
 
 
-def _gather_single(model: BaseModel, doc: Document, g: Gathered) -> None:
+_META_NAME = ("metadata", "name")
+
+
+def _gather_single(model: BaseModel, doc: Document, g: Gathered, report: _Report) -> None:
+    try:
+        _gather_object(model, doc, g)
+    except ValidationError as exc:  # metadata.name breaks the kind's own name rule
+        for err in exc.errors(include_url=False):
+            if tuple(err["loc"])[:1] == ("name",):
+                msg = err["msg"].split(", ", 1)[-1] if err["msg"].startswith("Value error") else err["msg"]
+                report.error((doc, ("metadata", "name")), f"invalid name: {msg[0].lower()}{msg[1:]}",
+                             code="invalid_value")
+
+
+def _gather_object(model: BaseModel, doc: Document, g: Gathered) -> None:
     name = model.metadata.name  # type: ignore[attr-defined]
     spec = model.spec  # type: ignore[attr-defined]
     fields = spec.model_dump(exclude_unset=True, exclude_none=False, round_trip=True)
     if isinstance(model, BotDocument):
         bot = Bot.model_validate({**fields, "name": name})
-        g.bots.append(Declared(bot, doc, ("spec",)))
+        g.bots.append(Declared(bot, doc, ("spec",), _META_NAME))
         for j, r in enumerate(bot.routines or []):
             g.routines.append((name, Declared(r, doc, ("spec", "routines", j))))
     elif isinstance(model, SectionDocument):
-        g.sections.append(Declared(Section.model_validate({**fields, "name": name}), doc, ("spec",)))
+        g.sections.append(Declared(Section.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME))
     elif isinstance(model, RoomDocument):
-        g.rooms.append(Declared(Room.model_validate({**fields, "name": name}), doc, ("spec",)))
+        g.rooms.append(Declared(Room.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME))
     elif isinstance(model, PeerDocument):
-        g.peers.append(Declared(Peer.model_validate({**fields, "name": name}), doc, ("spec",)))
+        g.peers.append(Declared(Peer.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME))
     elif isinstance(model, RoutineDocument):
         bot_name = fields.pop("bot")
-        g.routines.append((bot_name, Declared(Routine.model_validate({**fields, "name": name}), doc, ("spec",))))
+        g.routines.append((bot_name, Declared(Routine.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME)))
     elif isinstance(model, PolicyDocument):
         g.policies.append(Declared(model.spec, doc, ("spec",)))
 
@@ -402,7 +425,7 @@ class _Checks:
             name = item.obj.name
             if name in first:
                 other = first[name]
-                line = other.doc.locate(other.loc + ("name",))[0]
+                line = other.doc.locate(other.at("name")[1])[0]
                 self.report.error(item.at("name"), f"{what} {name!r} is declared twice (first at {other.doc.source}:{line})",
                                   f"rename or remove one; {what} names are unique across all files", "duplicate")
             else:
@@ -465,6 +488,15 @@ class _Checks:
                         self.report.error(item.at(*prefix, "mcp_servers", name, block, key),
                                           f"{key} looks like a secret but has a literal value",
                                           "use {from_env: NAME} or {from_file: PATH}", "secret_literal")
+        if settings.tts is not None:
+            for provider in TTS_PROVIDER_FIELDS:
+                block = getattr(settings.tts, provider)
+                for dotted, leaf in d.flatten(block or {}).items():
+                    if naming.is_secret_key(dotted.rsplit(".", 1)[-1]) and leaf not in (None, ""):
+                        self.report.error(item.at(*prefix, "tts", provider, dotted.split(".")[0]),
+                                          f"tts.{provider}.{dotted} looks like a secret but has a literal value",
+                                          "put the key in env: as a reference (Hermes reads provider keys "
+                                          "from .env)", "secret_literal")
         self.check_config(item, settings.config, BOT_COVERED, install=False, prefix=prefix)
 
     def check_config(self, item: Declared, config: dict[str, Any] | None, covered: tuple[str, ...], *,
