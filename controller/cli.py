@@ -26,8 +26,8 @@ arguments), 3 conflict (object not owned by this fleet, or another apply holds t
 
 
 def _add_manifest_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-f", "--filename", action="append", dest="files", metavar="PATH", required=True,
-                   help="manifest file or folder; repeatable; '-' reads stdin")
+    p.add_argument("-f", "--filename", action="extend", nargs="+", dest="files", metavar="PATH", required=True,
+                   help="manifest files or folders (several after one -f, or -f repeated); '-' reads stdin")
     p.add_argument("-R", "--recursive", action="store_true", help="search folders recursively")
     p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
 
@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="managed objects, last apply, drift summary")
     _add_home_arg(p)
     p.add_argument("--fleet", metavar="NAME", help="only this fleet (default: every fleet in the home)")
-    p.add_argument("-f", "--filename", action="append", dest="files", metavar="PATH",
+    p.add_argument("-f", "--filename", action="extend", nargs="+", dest="files", metavar="PATH",
                    help="also compare against these manifests for drift")
     p.add_argument("-R", "--recursive", action="store_true")
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")

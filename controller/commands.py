@@ -125,16 +125,18 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     result = cli.load_valid(args)  # invalid manifests stop here, before the lock or any write
     root = resolve_root(args.home)
+    # A conflict visible before locking refuses here, read-only: taking the lock would already
+    # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
+    inputs = gather(root, result.state, prune=args.prune, adopt=args.adopt, yes=args.yes)
+    early = Planned(root, result.state, inputs, planning.plan(inputs), result.files)
+    if early.plan.conflicts:
+        _refuse_conflicts(early, args)
     with locking.apply_lock(root, timeout=args.lock_timeout):
         inputs = gather(root, result.state, prune=args.prune, adopt=args.adopt, yes=args.yes)
         planned = Planned(root, result.state, inputs, planning.plan(inputs), result.files)
         plan = planned.plan
         if plan.conflicts:
-            _render_plan(planned, args, kind="apply")
-            names = ", ".join(f"{c.kind}/{c.name}" for c in plan.conflicts)
-            raise ConflictError(f"apply refused, nothing was changed: conflict on {names}",
-                                hint="see the reasons above (--adopt takes over unmanaged profiles; --yes "
-                                "confirms a large prune)")
+            _refuse_conflicts(planned, args)
         text_mode = args.output != "json"
         if text_mode:
             _render_plan(planned, args)
@@ -150,6 +152,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
                 print(f"hermes-fleet: {change.kind}/{change.name} not applied: {change.reason}", file=sys.stderr)
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+def _refuse_conflicts(planned: Planned, args: argparse.Namespace) -> None:
+    _render_plan(planned, args, kind="apply")
+    names = ", ".join(f"{c.kind}/{c.name}" for c in planned.plan.conflicts)
+    raise ConflictError(f"apply refused, nothing was changed: conflict on {names}",
+                        hint="see the reasons above (--adopt takes over unmanaged profiles; --yes "
+                        "confirms a large prune)")
 
 
 def _finish_inventory(root: Path, planned: Planned, results: Any) -> None:

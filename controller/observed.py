@@ -47,6 +47,10 @@ class LiveProfile:
             return False, None
         return effective_value(self.config, dotted)
 
+    def config_raw(self, dotted: str) -> bool:
+        """Whether the key is literally in config.yaml (not just implied by a Hermes default)."""
+        return self.config is not None and self.config.get(dotted)[0]
+
     def env_value(self, key: str) -> tuple[bool, Any]:
         if self.env is None:
             return False, None

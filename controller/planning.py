@@ -198,6 +198,10 @@ def diff_fields(desired: dict[str, Any], live: LiveProfile, applied: dict[str, A
     for name in sorted(set(desired) | set(applied)):
         secret = name.startswith("env:") and name[4:] in secret_keys
         present, live_raw = live_value(live, name)
+        if present and name.startswith("config:") and name not in applied and not live.config_raw(name[7:]):
+            # Absent from the file but equal to Hermes' default: write it explicitly the first
+            # time (pinning it); once applied, a later absence means Hermes dropped it (no drift).
+            present = False
         live_cv = comparable(name, live_raw, secret=secret, inventory=inventory) if present else None
         was = applied.get(name)
         drift = name in applied and live_cv != was

@@ -81,7 +81,8 @@ class McpServer(Strict):
     transport: Literal["http", "sse"] | None = None
     timeout: float | None = Field(default=None, gt=0)
     connect_timeout: float | None = Field(default=None, gt=0)
-    enabled: bool | None = None
+    enabled: bool | None = Field(default=None, description="Hermes 0.19's switch (enabled: false turns it off).")
+    disabled: bool | None = Field(default=None, description="Hermes main's Bot editor switch (disabled: true).")
     tools: McpTools | None = None
 
     @model_validator(mode="after")

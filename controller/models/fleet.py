@@ -20,7 +20,9 @@ class SectionSpec(Strict):
     )
 
 
-WhoAnswers = Annotated[str, StringConstraints(pattern=r"^(everyone|auto|lead:[a-z0-9][a-z0-9_-]{0,63})$")]
+WhoAnswers = Annotated[
+    str, StringConstraints(pattern=r"^(everyone|auto|lead:([a-z0-9][a-z0-9_-]{0,63}/)?[a-z0-9][a-z0-9_-]{0,63})$")
+]
 
 
 class RoomSpec(Strict):
