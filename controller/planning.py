@@ -196,7 +196,10 @@ def diff_fields(desired: dict[str, Any], live: LiveProfile, applied: dict[str, A
                 inventory: inv.Inventory) -> list[FieldChange]:
     changes: list[FieldChange] = []
     for name in sorted(set(desired) | set(applied)):
-        secret = name.startswith("env:") and name[4:] in secret_keys
+        # A key applied as a secret stays one after the manifests drop it (its record is a keyed
+        # hash): compared as a hash, so the removal is planned and its value never shown.
+        was_secret = isinstance(applied.get(name), str) and applied[name].startswith("hmac:")
+        secret = name.startswith("env:") and (name[4:] in secret_keys or was_secret)
         present, live_raw = live_value(live, name)
         if present and name.startswith("config:") and name not in applied and not live.config_raw(name[7:]):
             # Absent from the file but equal to Hermes' default: write it explicitly the first
