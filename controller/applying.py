@@ -18,7 +18,7 @@ from typing import Any
 
 from controller import inventory as inv
 from controller import planning
-from controller.adapters import configfile, envfile, fsio, profilemeta, profiles, sessions
+from controller.adapters import configfile, cronstore, envfile, fsio, profilemeta, profiles, sessions
 from controller.adapters.home import profile_dir
 from controller.desired import DesiredBot
 from controller.errors import ConflictError, ControllerError
@@ -53,20 +53,93 @@ def apply_plan(root: Path, plan: planning.Plan, inputs: planning.Inputs,
                on_outcome: Callable[[Outcome], None] | None = None) -> ApplyResult:
     """Converge every object the plan writes; record ownership in the inventory as we go."""
     result = ApplyResult()
-    inventory = inputs.inventory
+    routine_batches: dict[str, list[ObjectChange]] = {}
+    failed_bots: set[str] = set()
     for change in plan.changes:
         if change.action not in planning.WRITING_ACTIONS:
+            continue
+        if change.kind == "routine":
+            routine_batches.setdefault(change.name.split("/", 1)[0], []).append(change)
             continue
         try:
             _apply_one(root, change, inputs)
             outcome = Outcome(change, True)
         except (ControllerError, OSError, ValueError) as exc:
             outcome = Outcome(change, False, _cause(exc))
-        result.outcomes.append(outcome)
-        if on_outcome:
-            on_outcome(outcome)
-    inventory.fleet = plan.fleet
+            failed_bots.add(change.name)
+        _report(result, outcome, on_outcome)
+    for bot, batch in routine_batches.items():
+        if bot in failed_bots:
+            for change in batch:
+                _report(result, Outcome(change, False, f"bot/{bot} was not converged"), on_outcome)
+            continue
+        try:
+            _apply_routines(root, bot, batch, inputs)
+            outcomes = [Outcome(change, True) for change in batch]
+        except (ControllerError, OSError, ValueError) as exc:
+            outcomes = [Outcome(change, False, _cause(exc)) for change in batch]
+        for outcome in outcomes:
+            _report(result, outcome, on_outcome)
     return result
+
+
+def _report(result: ApplyResult, outcome: Outcome, on_outcome: Callable[[Outcome], None] | None) -> None:
+    result.outcomes.append(outcome)
+    if on_outcome:
+        on_outcome(outcome)
+
+
+def _apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: planning.Inputs) -> None:
+    """All of one bot's routine changes in one locked read-modify-write of its cron store."""
+    from controller import routines
+
+    desired_bot = inputs.state.bots.get(bot)
+    by_title = {r.name: r for r in (desired_bot.routines if desired_bot else ())}
+    now = routines.now_in(inputs.timezones.get(bot))
+    path = profile_dir(root, bot)
+    created: dict[str, str] = {}
+
+    def mutate(jobs: list[dict[str, Any]]) -> bool:
+        changed = False
+        index = {str(j.get("id")): j for j in jobs}
+        for change in batch:
+            title = change.name.split("/", 1)[1]
+            if change.action is Action.DELETE:
+                before = len(jobs)
+                jobs[:] = [j for j in jobs if str(j.get("id")) != change.ref]
+                changed = changed or len(jobs) != before
+            elif change.action is Action.CREATE:
+                job = routines.new_job(bot, by_title[title], now)
+                jobs.append(job)
+                created[title] = job["id"]
+                changed = True
+            elif change.action in (Action.UPDATE, Action.ADOPT):
+                job = index.get(change.ref)
+                if job is None:
+                    raise ConflictError(f"cron job {change.ref} of bot {bot} vanished during apply",
+                                        hint="run apply again")
+                keys = {f.field.partition(":")[2] for f in change.fields}
+                routines.update_job(job, bot, by_title[title], keys, now)
+                changed = changed or bool(keys)
+        return changed
+
+    if any(c.action in (Action.CREATE, Action.UPDATE, Action.ADOPT, Action.DELETE) for c in batch) and (
+            path.is_dir() or any(c.action is not Action.DELETE for c in batch)):
+        cronstore.update(path, mutate, now=now)
+    inventory = inputs.inventory
+    for change in batch:
+        title = change.name.split("/", 1)[1]
+        key = planning.routine_key(bot, title)
+        if change.action in (Action.DELETE, Action.RELEASE):
+            inventory.objects.pop(key, None)
+            continue
+        routine = by_title[title]
+        if routine.renamed_from:
+            inventory.objects.pop(planning.routine_key(bot, routine.renamed_from), None)
+        entry = inventory.objects.setdefault(key, {})
+        entry["job_id"] = created.get(title) or change.ref
+        entry["applied"] = routines.desired_fields(bot, routine)
+        entry["updated_at"] = inv.now_iso()
 
 
 def _cause(exc: BaseException) -> str:

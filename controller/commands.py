@@ -16,10 +16,10 @@ from typing import Any
 from controller import cli, planning, reporting
 from controller import inventory as inv
 from controller import secrets as secrets_mod
-from controller.adapters import profiles
+from controller.adapters import cronstore, profiles
 from controller.adapters.home import resolve_root
 from controller.desired import DesiredState
-from controller.errors import ConflictError, ExitCode
+from controller.errors import ConflictError, ControllerError, ExitCode
 from controller.naming import DEFAULT_PROFILE
 from controller.observed import LiveProfile, observe_profile
 
@@ -36,12 +36,37 @@ def gather(root: Path, state: DesiredState, *, prune: bool = False, adopt: bool 
         live[name] = observe_profile(root, name)
     inputs = planning.Inputs(state=state, inventory=inventory, live=live, env_values={}, secret_keys={},
                              foreign=foreign, foreign_install=foreign_install, prune=prune, adopt=adopt, yes=yes)
+    _observe_routines(root, state, inputs)
     _resolve_env("", state.install_env, inputs)
     for name, bot in state.bots.items():
         _resolve_env(name, bot.env, inputs)
         if bot.avatar_image:
             inputs.avatars[name] = _image_digest(bot.avatar_image)
     return inputs
+
+
+def _observe_routines(root: Path, state: DesiredState, inputs: planning.Inputs) -> None:
+    """Each bot's own cron store, and the Hermes `timezone` its scheduler uses."""
+    from controller import routines
+
+    owners = {k.split("/")[1] for k in inputs.inventory.objects if k.startswith("routine/")}
+    for name in sorted(owners | {n for n, b in state.bots.items() if b.routines}):
+        live = inputs.live.get(name) or observe_profile(root, name, with_bot_chat=False)
+        try:
+            inputs.jobs[name] = cronstore.read_jobs(live.path) or [] if live.exists else []
+        except ControllerError as exc:
+            inputs.job_errors[name] = str(exc)
+        tz_name = _desired_timezone(state, name)
+        if tz_name is None:
+            tz_name = live.config_value("timezone")[1] if live.config is not None else None
+        inputs.timezones[name] = routines.zone(tz_name)
+
+
+def _desired_timezone(state: DesiredState, name: str) -> str | None:
+    if name == DEFAULT_PROFILE:
+        bot_tz = state.bots[name].config.get("timezone") if name in state.bots else None
+        return bot_tz or state.install_config.get("timezone")
+    return state.bots[name].config.get("timezone") if name in state.bots else None
 
 
 def _resolve_env(owner: str, entries: dict[str, Any], inputs: planning.Inputs) -> None:

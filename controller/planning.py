@@ -9,6 +9,7 @@ Called by commands (plan, apply, status); touches nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from enum import Enum
@@ -64,10 +65,13 @@ class ObjectChange:
     fields: tuple[FieldChange, ...] = ()
     origin: str = ""
     drift: bool = False
+    ref: str = ""  # the live identity, where it is not the name (a cron job's id)
 
     @property
     def key(self) -> str:
-        return inv.INSTALL_KEY if self.kind == "install" else inv.bot_key(self.name)
+        if self.kind == "install":
+            return inv.INSTALL_KEY
+        return f"{self.kind}/{self.name}"
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Plan:
     digest: str
     changes: tuple[ObjectChange, ...]
     prune: bool = False
+    notes: tuple[str, ...] = ()
 
     def by_action(self, *actions: Action) -> list[ObjectChange]:
         return [c for c in self.changes if c.action in actions]
@@ -116,6 +121,9 @@ class Inputs:
     avatars: dict[str, tuple[str, str]] = field(default_factory=dict)  # bot -> (ext, sha256) of the image
     foreign: dict[str, str] = field(default_factory=dict)  # object key -> other fleet owning it
     foreign_install: dict[str, str] = field(default_factory=dict)  # install field -> other fleet
+    jobs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # bot -> its live cron jobs
+    job_errors: dict[str, str] = field(default_factory=dict)  # bot -> why its cron store is unreadable
+    timezones: dict[str, Any] = field(default_factory=dict)  # bot -> tzinfo of its Hermes `timezone`
     prune: bool = False
     adopt: bool = False
     yes: bool = False
@@ -242,7 +250,16 @@ def plan(inputs: Inputs) -> Plan:
         if name not in state.bots:
             changes.append(_plan_orphan(inputs, name))
     _guard_prune(inputs, changes)
-    return Plan(fleet=state.fleet, digest=state.digest, changes=tuple(changes), prune=inputs.prune)
+    bot_actions = {c.name: c.action for c in changes if c.kind == "bot"}
+    for name, bot in state.bots.items():
+        changes.extend(_plan_routines(inputs, bot, bot_actions[name]))
+    changes.extend(_plan_routine_orphans(inputs, bot_actions))
+    notes = []
+    if state.rooms:
+        notes.append(f"{len(state.rooms)} room(s) validated but not converged: rooms live on a gateway "
+                     "(groups.* JSON-RPC), which this version does not drive yet")
+    return Plan(fleet=state.fleet, digest=state.digest, changes=tuple(changes), prune=inputs.prune,
+                notes=tuple(notes))
 
 
 def _plan_install(inputs: Inputs) -> ObjectChange:
@@ -326,3 +343,115 @@ def _guard_prune(inputs: Inputs, changes: list[ObjectChange]) -> None:
                     "bot", change.name, Action.CONFLICT,
                     f"prune would delete {len(deletes)} of {owned} bots (more than the {PRUNE_GUARD_FRACTION:.0%} "
                     "guard); re-run with --yes if that is intended", origin=change.origin)
+
+
+# --- routines -------------------------------------------------------------------------------------
+
+
+def routine_key(bot: str, title: str) -> str:
+    return f"routine/{bot}/{title}"
+
+
+def _plan_routines(inputs: Inputs, bot: DesiredBot, bot_action: Action) -> list[ObjectChange]:
+    from controller import routines
+
+    if bot_action in (Action.CONFLICT, Action.ERROR):
+        return []  # the bot's own line says why; its routines wait for it
+    if bot.name in inputs.job_errors:
+        return [ObjectChange("routine", f"{bot.name}/{r.name}", Action.ERROR, inputs.job_errors[bot.name])
+                for r in bot.routines]
+    jobs = {str(j.get("id")): j for j in inputs.jobs.get(bot.name, [])}
+    out = []
+    for routine in bot.routines:
+        change, job_id = _plan_routine(inputs, bot, bot_action, routine, jobs, routines)
+        out.append(dataclasses.replace(change, ref=job_id or ""))
+    return out
+
+
+def _plan_routine(inputs: Inputs, bot: DesiredBot, bot_action: Action, routine: Any, jobs: dict[str, Any],
+                  routines: Any) -> tuple[ObjectChange, str | None]:
+    name = f"{bot.name}/{routine.name}"
+    entry = inputs.inventory.objects.get(routine_key(bot.name, routine.name))
+    if entry is None and routine.renamed_from:
+        entry = inputs.inventory.objects.get(routine_key(bot.name, routine.renamed_from))
+    desired = routines.desired_fields(bot.name, routine)
+    when = _next_runs_note(routine)
+    job = jobs.get(str(entry.get("job_id"))) if entry else None
+    if entry is not None and job is not None:
+        fields = _diff_job(desired, routines.live_fields(job), entry.get("applied", {}))
+        action = Action.UPDATE if fields else Action.NOOP
+        reason = "renamed" if routine.renamed_from and entry is not inputs.inventory.objects.get(
+            routine_key(bot.name, routine.name)) else "managed by this fleet"
+        return ObjectChange("routine", name, action, _join(reason, when if fields else ""), tuple(fields),
+                            drift=any(f.drift for f in fields)), str(job.get("id"))
+    if entry is not None and routines.is_one_shot(routine) and entry.get("applied") == desired:
+        return ObjectChange("routine", name, Action.NOOP, "one-shot ran and Hermes removed it: done"), None
+    fields = tuple(FieldChange(f"job:{k}", "add", None, v) for k, v in desired.items() if v not in (None, [], False))
+    if entry is not None:
+        return ObjectChange("routine", name, Action.CREATE, _join("job was deleted outside hermes-fleet", when),
+                            fields, drift=True), None
+    same_name = [j for j in jobs.values() if j.get("name") == desired["name"]]
+    if same_name:
+        job = same_name[0]
+        fields_now = tuple(_diff_job(desired, routines.live_fields(job), {}))
+        if inputs.adopt or bot_action is Action.ADOPT:
+            return ObjectChange("routine", name, Action.ADOPT, "existing job taken over (--adopt)",
+                                fields_now), str(job.get("id"))
+        return ObjectChange("routine", name, Action.CONFLICT, f"a cron job named {desired['name']!r} exists that "
+                            "this fleet does not own; re-run with --adopt to take it over"), None
+    return ObjectChange("routine", name, Action.CREATE, _join("new routine", when), fields), None
+
+
+def _diff_job(desired: dict[str, Any], live: dict[str, Any], applied: dict[str, Any]) -> list[FieldChange]:
+    out = []
+    for key, want in desired.items():
+        have = live.get(key)
+        if have == want:
+            continue
+        drift = key in applied and have != applied[key]
+        out.append(FieldChange(f"job:{key}", "change", have, want, drift=drift))
+    return out
+
+
+def _next_runs_note(routine: Any) -> str:
+    from datetime import datetime, timezone
+
+    from controller import schedules
+
+    try:
+        parsed = schedules.parse(routine.schedule)
+    except schedules.ScheduleError:
+        return ""
+    if parsed.kind != "cron":
+        return ""
+    runs = schedules.next_runs(parsed, 3, now=datetime.now(timezone.utc))
+    return "next runs (UTC): " + ", ".join(r.strftime("%Y-%m-%d %H:%M") for r in runs)
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _plan_routine_orphans(inputs: Inputs, bot_actions: dict[str, Action]) -> list[ObjectChange]:
+    wanted = set()
+    for bot in inputs.state.bots.values():
+        for routine in bot.routines:
+            wanted.add(routine_key(bot.name, routine.name))
+            if routine.renamed_from:
+                wanted.add(routine_key(bot.name, routine.renamed_from))
+    out = []
+    for key in sorted(k for k in inputs.inventory.objects if k.startswith("routine/") and k not in wanted):
+        _, bot, title = key.split("/", 2)
+        name = f"{bot}/{title}"
+        follows = bot_actions.get(bot)
+        if follows in (Action.DELETE, Action.RELEASE):
+            out.append(ObjectChange("routine", name, Action.RELEASE, f"goes with bot/{bot}"))
+        elif follows in (Action.CONFLICT, Action.ERROR):
+            continue
+        elif inputs.prune and follows is not Action.ORPHAN:
+            out.append(ObjectChange("routine", name, Action.DELETE, "removed from the manifests (--prune)",
+                                    ref=str(inputs.inventory.objects[key].get("job_id") or "")))
+        else:
+            out.append(ObjectChange("routine", name, Action.ORPHAN,
+                                    "removed from the manifests; `apply --prune` deletes the job"))
+    return out

@@ -197,6 +197,8 @@ def plan_text(plan: Any, *, home: str, color: bool, verbose: bool = False) -> st
     if quiet:
         lines.append(p.dim(f"= {quiet} object(s) unchanged"))
     lines.append("")
+    for note in plan.notes:
+        lines.append(p.cyan(f"note: {note}"))
     lines.append(plan_summary_line(plan, p))
     return "\n".join(lines) + "\n"
 
@@ -229,6 +231,7 @@ def plan_json(plan: Any, *, home: str, results: Any = None, kind: str = "plan") 
         "digest": plan.digest,
         "home": home,
         "summary": {**plan.counts(), "drifted": len(plan.drifted), "changes_pending": plan.has_changes},
+        "notes": list(plan.notes),
         "objects": [
             {
                 "kind": c.kind, "name": c.name, "action": c.action.value, "reason": c.reason, "drift": c.drift,

@@ -1,0 +1,87 @@
+"""A profile's Hermes cron store (`cron/jobs.json`), read and written under Hermes' own lock.
+
+Protocol (hermes-formats.md section E, cron/jobs.py in hermes-agent 0.19.0): every
+read-modify-write holds an exclusive `flock` on `cron/.jobs.lock`; the file is
+`{"jobs": [...], "updated_at": ...}`, written atomically, mode 0600 in a 0700 folder. Hermes'
+scheduler rewrites it every 60 s, so we always re-read inside the lock and change only our jobs.
+A store that does not parse is reported and never overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from controller.adapters import fsio
+from controller.errors import ConflictError, HermesStateError
+
+LOCK_TIMEOUT = 30.0  # Hermes itself waits this long for .jobs.lock
+POLL = 0.05
+
+
+def jobs_path(profile_dir: Path) -> Path:
+    return profile_dir / "cron" / "jobs.json"
+
+
+def read_jobs(profile_dir: Path) -> list[dict[str, Any]] | None:
+    """The jobs of a profile's store; None when the store does not exist yet."""
+    path = jobs_path(profile_dir)
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # Hermes tolerates a BOM too
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HermesStateError(f"cannot read {path}: {exc}", path=str(path)) from exc
+    try:
+        data = json.loads(text, strict=False)  # Hermes' own fallback accepts raw control characters
+    except ValueError as exc:
+        raise HermesStateError(f"{path} is not valid JSON ({exc})", path=str(path),
+                               hint="fix or remove it; hermes-fleet never overwrites a cron store it cannot parse") from exc
+    if isinstance(data, list):
+        return [j for j in data if isinstance(j, dict)]
+    if isinstance(data, dict) and isinstance(data.get("jobs", []), list):
+        return [j for j in data.get("jobs", []) if isinstance(j, dict)]
+    raise HermesStateError(f"{path} does not hold {{'jobs': [...]}}", path=str(path),
+                           hint="fix or remove it; hermes-fleet never overwrites a cron store it cannot parse")
+
+
+@contextlib.contextmanager
+def locked(profile_dir: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    cron = profile_dir / "cron"
+    cron.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        os.chmod(cron, 0o700)
+    with open(cron / ".jobs.lock", "a+", encoding="utf-8") as handle:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ConflictError(f"{cron / '.jobs.lock'} is held by another writer for over {timeout:.0f} s",
+                                        hint="a Hermes process may be stuck; try again later") from None
+                time.sleep(POLL)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def update(profile_dir: Path, mutate: Callable[[list[dict[str, Any]]], bool], *, now: datetime) -> None:
+    """Read-modify-write under the lock; `mutate` edits the list in place and says if it changed."""
+    with locked(profile_dir):
+        jobs = read_jobs(profile_dir) or []
+        if not mutate(jobs):
+            return
+        payload = json.dumps({"jobs": jobs, "updated_at": now.isoformat()}, indent=2, ensure_ascii=False)
+        fsio.atomic_write_text(jobs_path(profile_dir), payload, mode=0o600)
+        with contextlib.suppress(OSError):
+            os.chmod(jobs_path(profile_dir), 0o600)
