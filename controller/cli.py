@@ -37,38 +37,53 @@ def _add_home_arg(p: argparse.ArgumentParser) -> None:
                    help="the Hermes root (default: Hermes' own rules: $HERMES_HOME, else ~/.hermes)")
 
 
+def add_global_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text output")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hermes-fleet", description="Declarative configuration for Hermes Agent bot fleets.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hermes-fleet {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text output")
+    add_global_args(parser)
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
+    add_verbs(sub)
+    return parser
 
-    p = sub.add_parser("validate", help="check manifests offline (schema + semantic rules)")
+
+def add_verbs(sub: Any, wrap: Callable[[Callable[[argparse.Namespace], int]], Any] = lambda f: f) -> None:
+    """Every verb's parser; `wrap` adapts the verb functions (the Hermes plugin makes them exit)."""
+    for name, (help_text, aliases, setup, func) in VERBS.items():
+        p = sub.add_parser(name, aliases=aliases, help=help_text, epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        setup(p)
+        p.set_defaults(func=wrap(func))
+
+
+def setup_validate(p: argparse.ArgumentParser) -> None:
     _add_manifest_args(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_VALIDATE, default="text")
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit 2)")
-    p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("schema", help="print the JSON Schema of the manifest format")
+
+def setup_schema(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", help="only this document kind (Fleet, Bot, Section, Room, Routine, Peer, Policy)")
-    p.set_defaults(func=cmd_schema)
 
-    for name, aliases in (("plan", ["diff"]),):
-        p = sub.add_parser(name, aliases=aliases, help="show what apply would change, including drift")
-        _add_manifest_args(p)
-        _add_home_arg(p)
-        p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
-        p.add_argument("--detailed-exitcode", action="store_true", help="exit 4 when changes are pending")
-        p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
-        p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
-        p.set_defaults(func=_lazy("controller.commands", "cmd_plan"))
 
-    p = sub.add_parser("apply", help="converge the Hermes home onto the manifests")
+def setup_plan(p: argparse.ArgumentParser) -> None:
+    _add_manifest_args(p)
+    _add_home_arg(p)
+    p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    p.add_argument("--detailed-exitcode", action="store_true", help="exit 4 when changes are pending")
+    p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
+    p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
+
+
+def setup_apply(p: argparse.ArgumentParser) -> None:
     _add_manifest_args(p)
     _add_home_arg(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
@@ -78,27 +93,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
     p.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="how long to wait for another apply to finish (default 10)")
-    p.set_defaults(func=_lazy("controller.commands", "cmd_apply"))
 
-    p = sub.add_parser("status", help="managed objects, last apply, drift summary")
+
+def setup_status(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
     p.add_argument("--fleet", metavar="NAME", help="only this fleet (default: every fleet in the home)")
     p.add_argument("-f", "--filename", action="extend", nargs="+", dest="files", metavar="PATH",
                    help="also compare against these manifests for drift")
     p.add_argument("-R", "--recursive", action="store_true")
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
-    p.set_defaults(func=_lazy("controller.commands", "cmd_status"))
 
-    p = sub.add_parser("demo", help="apply a built-in demo fleet to a scratch Hermes home and show the result")
+
+def setup_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", metavar="DIR", help="where to build the demo home (default: a new temporary folder)")
     p.add_argument("--force", action="store_true", help="allow a non-empty --home")
-    p.set_defaults(func=_lazy("controller.demo", "cmd_demo"))
 
-    p = sub.add_parser("restore", help="bring back a bot that prune moved to a backup")
+
+def setup_restore(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
     p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)")
-    p.set_defaults(func=_lazy("controller.commands", "cmd_restore"))
-    return parser
 
 
 def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
@@ -156,6 +169,20 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None], Callable[..., int]]] = {
+    "validate": ("check manifests offline (schema + semantic rules)", [], setup_validate, cmd_validate),
+    "schema": ("print the JSON Schema of the manifest format", [], setup_schema, cmd_schema),
+    "plan": ("show what apply would change, including drift", ["diff"], setup_plan,
+             _lazy("controller.commands", "cmd_plan")),
+    "apply": ("converge the Hermes home onto the manifests", [], setup_apply, _lazy("controller.commands", "cmd_apply")),
+    "status": ("managed objects, last apply, drift summary", [], setup_status, _lazy("controller.commands", "cmd_status")),
+    "demo": ("apply a built-in demo fleet to a scratch Hermes home and show the result", [], setup_demo,
+             _lazy("controller.demo", "cmd_demo")),
+    "restore": ("bring back a bot that prune moved to a backup", [], setup_restore,
+                _lazy("controller.commands", "cmd_restore")),
+}
+
+
 def _report_error(exc: ControllerError, args: argparse.Namespace | None) -> None:
     diagnostics = getattr(exc, "diagnostics", None)
     if diagnostics:
@@ -173,6 +200,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 2 for bad arguments, 0 for --help
         return int(exc.code or 0)
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed verb; a ControllerError becomes its message and exit code (no traceback)."""
     try:
         return int(args.func(args))
     except ControllerError as exc:

@@ -168,7 +168,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
         results = applying.apply_plan(root, plan, inputs)
         _finish_inventory(root, planned, results)
         if text_mode:
-            reporting.write(reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color)))
+            reporting.write(reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color),
+                                                 not_applied=len(plan.errors)))
         else:
             _render_plan(planned, args, results=results, kind="apply")
     if results.failed or plan.errors:

@@ -219,7 +219,12 @@ def plan_summary_line(plan: Any, p: Palette | None = None) -> str:
         extra.append(p.red(f"{c['conflict']} conflict(s)"))
     if c["error"]:
         extra.append(p.red(f"{c['error']} error(s)"))
-    head = "Plan: " + ", ".join(parts) + "." if plan.has_changes else "No changes: the home matches the manifests."
+    if plan.has_changes:
+        head = "Plan: " + ", ".join(parts) + "."
+    elif c["error"] or c["conflict"]:
+        head = "No changes planned for the objects that could be compared."
+    else:
+        head = "No changes: the home matches the manifests."
     return head + (" " + "; ".join(extra) + "." if extra else "")
 
 
@@ -255,7 +260,7 @@ _DONE = {"create": "created", "update": "updated", "adopt": "adopted", "delete":
          "release": "released"}
 
 
-def apply_text(results: Any, *, color: bool) -> str:
+def apply_text(results: Any, *, color: bool, not_applied: int = 0) -> str:
     p = Palette(color)
     lines = []
     for o in results.outcomes:
@@ -266,7 +271,7 @@ def apply_text(results: Any, *, color: bool) -> str:
             lines.append(p.green(f"{label}: {_DONE[o.change.action.value]}") + detail)
         else:
             lines.append(p.red(f"{label}: failed") + f": {o.error}")
-    done, failed = len(results.done), len(results.failed)
+    done, failed = len(results.done), len(results.failed) + not_applied
     if failed:
         lines.append(p.red(f"Apply finished with {failed} failure(s), {done} object(s) converged. ")
                      + "Fix the causes above and run apply again; it picks up where this one stopped.")
