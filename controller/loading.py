@@ -8,6 +8,7 @@ manifest files it is given (and stdin for `-f -`).
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import sys
@@ -154,6 +155,18 @@ def _read_text(name: str) -> str:
 
 def parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
     """All non-empty documents in `text`; raises _FileProblem on a syntax error."""
+    # Composing builds hundreds of thousands of node objects and no garbage cycles; the cyclic
+    # collector re-scanning them made parsing superlinear (10,000 bots: 2.9 s -> 0.7 s without it).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_text(text, source=source, base_dir=base_dir)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
     from ruamel.yaml.error import MarkedYAMLError
     from ruamel.yaml.reader import ReaderError
 
