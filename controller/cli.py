@@ -109,6 +109,15 @@ def setup_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="allow a non-empty --home")
 
 
+def setup_export(p: argparse.ArgumentParser) -> None:
+    _add_home_arg(p)
+    p.add_argument("--fleet", default="exported", metavar="NAME", help="fleet name of the manifests (default: exported)")
+    p.add_argument("--bot", action="append", dest="bots", metavar="NAME", help="only this bot (repeatable)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("-o", "--output", metavar="FILE", help="one Fleet file (default: stdout)")
+    out.add_argument("--split", metavar="DIR", help="a folder per kind, SOUL.md as soul_file, avatars as files")
+
+
 def setup_restore(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
     p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)")
@@ -178,6 +187,8 @@ VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None]
     "status": ("managed objects, last apply, drift summary", [], setup_status, _lazy("controller.commands", "cmd_status")),
     "demo": ("apply a built-in demo fleet to a scratch Hermes home and show the result", [], setup_demo,
              _lazy("controller.demo", "cmd_demo")),
+    "export": ("write manifests for an existing Hermes home (adopt a hand-built fleet into git)", [],
+               setup_export, _lazy("controller.exporting", "cmd_export")),
     "restore": ("bring back a bot that prune moved to a backup", [], setup_restore,
                 _lazy("controller.commands", "cmd_restore")),
 }

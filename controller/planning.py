@@ -136,8 +136,10 @@ def desired_fields(bot: DesiredBot, env_values: dict[str, str], avatar: tuple[st
     out: dict[str, Any] = {f"config:{k}": v for k, v in bot.config.items()}
     out.update({f"env:{k}": v for k, v in env_values.items()})
     if bot.description is not None:
+        # Top-level profile.yaml description only: that is what Desktop writes and reads (via
+        # `profile describe`); ui_meta's own `description` has no Desktop writer, and a copy there
+        # would go stale on the next Desktop edit (bot-mode-state.md section 1).
         out["profile:description"] = bot.description.strip()
-        out["meta:description"] = bot.description.strip()
     if bot.display_name is not None:
         out["profile:display_name"] = bot.display_name
     for key, value in (("title", bot.title), ("hidden", bot.hidden), ("pinned", bot.pinned)):
@@ -375,7 +377,7 @@ def _plan_routine(inputs: Inputs, bot: DesiredBot, bot_action: Action, routine: 
     if entry is None and routine.renamed_from:
         entry = inputs.inventory.objects.get(routine_key(bot.name, routine.renamed_from))
     desired = routines.desired_fields(bot.name, routine)
-    when = _next_runs_note(routine)
+    when = _next_runs_note(routine, inputs.timezones.get(bot.name))
     job = jobs.get(str(entry.get("job_id"))) if entry else None
     if entry is not None and job is not None:
         fields = _diff_job(desired, routines.live_fields(job), entry.get("applied", {}))
@@ -403,20 +405,22 @@ def _plan_routine(inputs: Inputs, bot: DesiredBot, bot_action: Action, routine: 
 
 
 def _diff_job(desired: dict[str, Any], live: dict[str, Any], applied: dict[str, Any]) -> list[FieldChange]:
+    from controller import routines
+
     out = []
     for key, want in desired.items():
         have = live.get(key)
-        if have == want:
+        if routines.same(key, have, want):
             continue
         drift = key in applied and have != applied[key]
         out.append(FieldChange(f"job:{key}", "change", have, want, drift=drift))
     return out
 
 
-def _next_runs_note(routine: Any) -> str:
-    from datetime import datetime, timezone
-
-    from controller import schedules
+def _next_runs_note(routine: Any, tz: Any = None) -> str:
+    """The next three runs of a cron routine, in the bot's Hermes `timezone` (the one its
+    scheduler evaluates the expression in), or the server's local time when none is configured."""
+    from controller import routines, schedules
 
     try:
         parsed = schedules.parse(routine.schedule)
@@ -424,8 +428,10 @@ def _next_runs_note(routine: Any) -> str:
         return ""
     if parsed.kind != "cron":
         return ""
-    runs = schedules.next_runs(parsed, 3, now=datetime.now(timezone.utc))
-    return "next runs (UTC): " + ", ".join(r.strftime("%Y-%m-%d %H:%M") for r in runs)
+    now = routines.now_in(tz)
+    runs = schedules.next_runs(parsed, 3, now=now)
+    label = getattr(tz, "key", None) or now.strftime("%Z") or "local"
+    return f"next runs ({label}): " + ", ".join(r.strftime("%Y-%m-%d %H:%M") for r in runs)
 
 
 def _join(*parts: str) -> str:

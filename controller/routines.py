@@ -9,6 +9,7 @@ apart from one made in the Desktop (docs/routines.md; bot-mode-state.md section 
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
@@ -43,6 +44,27 @@ def routine_prompt(bot: str, title: str, instruction: str) -> str:
         f"the output:\n\nhermes -p {_quote(bot)} chat -c {_quote('Routine: ' + title)} "
         f"-q {_quote('[Scheduled routine] ' + instruction)}\n\nIf the command fails, report the error instead."
     )
+
+
+_V2_INSTRUCTION = re.compile(r"^\[bot-mode:routine:v2\] .* -q ('(?:[^']|'\"'\"')*')\n\nIf the command fails", re.S)
+
+
+def instruction_of(prompt: str) -> str:
+    """The instruction inside a prompt: the v2 delegation form unwrapped, a bare prompt as it is."""
+    match = _V2_INSTRUCTION.match(prompt)
+    if not match:
+        return prompt
+    quoted = match.group(1)[1:-1].replace("'\"'\"'", "'")
+    return quoted.removeprefix("[Scheduled routine] ")
+
+
+def same(key: str, have: Any, want: Any) -> bool:
+    """Equality of one managed field; a prompt in either Bot Mode form counts as the same prompt."""
+    if have == want:
+        return True
+    if key == "prompt" and isinstance(have, str) and isinstance(want, str):
+        return instruction_of(have) == instruction_of(want)
+    return False
 
 
 def desired_fields(bot: str, routine: Routine) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def test_soul_profile_yaml_and_bot_record_are_written(home: Path, manifests: Pat
     assert meta["display_name"] == "Researcher"
     record = meta["ui_meta"]["hermes-bots"]
     assert record["title"] == "Research Buddy"
-    assert record["description"] == "Reads papers."
+    assert "description" not in record  # top-level description only, as Desktop writes it
     assert record["hidden"] is True
     assert record["sectionName"] == "Team"
     assert record["sectionId"] == section_id("acme", "Team")
@@ -122,7 +122,7 @@ def test_unknown_keys_foreign_namespaces_and_groups_survive(home: Path, manifest
     meta = _meta(home)
     record = meta["ui_meta"]["hermes-bots"]
     assert record["title"] == "Research Buddy"
-    assert record["description"] == "new"
+    assert "description" not in record
     assert record["groups"] == ["Review", "Standup"]
     assert record["pinned"] is True and record["screenAutoOpen"] is True
     assert record["futureKey"] == {"a": 1}

@@ -230,7 +230,7 @@ def test_removed_field_is_cleared_only_if_untouched(home: Path, manifests: Path)
     record = read_yaml(bot / "profile.yaml")["ui_meta"]["hermes-bots"]
     assert record["hidden"] is False  # explicit clear, as Desktop keeps omitted keys
     assert record["sectionId"] is None and record["sectionName"] is None
-    assert record["description"] is None
+    assert "description" not in record  # descriptions live at the top level only (Desktop's place)
     assert record["title"] == "T"
     assert_converged(manifest, home)
 
