@@ -196,8 +196,7 @@ def _finish_inventory(root: Path, planned: Planned, results: Any) -> None:
               "failed": len(results.failed) + len(planned.plan.errors)}
     inventory.last_apply = record
     inventory.history.append(record)
-    if results.outcomes or not inventory.exists or True:
-        inv.save(root, inventory)
+    inv.save(root, inventory)  # always: the run itself is history, even when nothing changed
 
 
 # --- status ---------------------------------------------------------------------------------------

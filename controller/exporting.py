@@ -190,7 +190,7 @@ def _drop_secrets(data: dict[str, Any], where: str, out: Export, prefix: str = "
 
 def _env_refs(env: envfile.EnvFile, skip: set[str]) -> dict[str, Any]:
     refs: dict[str, Any] = {}
-    for key in env.keys():
+    for key in env.keys():  # noqa: SIM118 - EnvFile is not a dict
         if key in skip:
             continue
         value = env.get(key) or ""
@@ -209,7 +209,7 @@ def _avatar(path: Path, record: dict[str, Any], bot: str, out: Export) -> dict[s
     if not isinstance(shape, str) or not record.get("custom"):
         return None  # Desktop's defaults: nothing the user chose
     if shape.startswith("blobatar"):
-        parts = (shape.split(":") + ["", ""])[1:3]
+        parts = [*shape.split(":"), "", ""][1:3]
         avatar: dict[str, Any] = {"kind": "blob"}
         if parts[0]:
             avatar["seed"] = parts[0]
@@ -296,7 +296,7 @@ def _export_install(root: Path, out: Export) -> None:
             peer["note"] = entry["note"]
         out.peers.append(peer)
     gateway: dict[str, Any] = {}
-    for dotted, (section, field_name) in INSTALL_TYPED.items():
+    for dotted, (_, field_name) in INSTALL_TYPED.items():
         present, value = doc.get(dotted)
         if present and value is not None:
             gateway[field_name] = value
@@ -314,7 +314,7 @@ def _export_install(root: Path, out: Export) -> None:
     rest = _drop_secrets(rest, "root config.yaml", out)
     if rest:
         out.policy["config"] = rest
-    leftover = [k for k in env.keys() if k not in peer_keys]
+    leftover = [k for k in env.keys() if k not in peer_keys]  # noqa: SIM118 - EnvFile is not a dict
     if leftover:
         out.warnings.append(f"root .env keys {leftover} are not exported (install-wide .env keys have no "
                             "manifest field; peers' keys are)")

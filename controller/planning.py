@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from controller import inventory as inv
@@ -31,7 +31,7 @@ PRUNE_GUARD_FRACTION = 0.25
 KEPT_ON_RELEASE = ("soul", "botchat")
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     CREATE = "create"
     UPDATE = "update"
     ADOPT = "adopt"
@@ -246,7 +246,7 @@ def plan(inputs: Inputs) -> Plan:
     state = inputs.state
     changes: list[ObjectChange] = []
     changes.append(_plan_install(inputs))
-    for name, bot in state.bots.items():
+    for bot in state.bots.values():
         changes.append(_plan_bot(inputs, bot))
     for name in inputs.inventory.owned_bots():
         if name not in state.bots:

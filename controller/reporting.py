@@ -75,10 +75,7 @@ def validation_text(result: Any, *, strict: bool, color: bool) -> str:
         lines.append(f"{p.bold(diag.where)}: {label}: {field}{diag.message}{hint}")
     s = validation_summary(result)
     failed = s["errors"] or (strict and s["warnings"])
-    if failed:
-        verdict = p.red("invalid")
-    else:
-        verdict = p.green("valid")
+    verdict = p.red("invalid") if failed else p.green("valid")
     what = ""
     if result.state is not None:
         c = result.state.counts

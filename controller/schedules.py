@@ -8,9 +8,10 @@ croniter, an ISO timestamp (one-shot), or a bare duration (one-shot from now). U
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 
 _DURATION = re.compile(r"^(\d+)\s*(m|min|mins|minute|minutes|h|hr|hrs|hour|hours|d|day|days)$")
 _CRON_FIELD = re.compile(r"^[\d*\-,/]+$")
@@ -103,7 +104,7 @@ def _parse_iso(text: str, tz: tzinfo | None) -> Schedule:
         raise ScheduleError(f"invalid timestamp {text!r}: {exc}; write it like 2030-01-02T03:04") from None
     if when.tzinfo is None:
         # Hermes reads a naive time in its configured `timezone` (cron/jobs.py, #51021).
-        when = when.replace(tzinfo=tz or timezone.utc)
+        when = when.replace(tzinfo=tz or UTC)
     return Schedule(kind="once", run_at=when, display=f"once at {when.strftime('%Y-%m-%d %H:%M')}")
 
 
@@ -129,5 +130,5 @@ def shortest_gap_minutes(schedule: Schedule, *, now: datetime, samples: int = 12
     if schedule.kind != "cron":
         return None
     runs = next_runs(schedule, samples, now=now)
-    gaps = [(b - a).total_seconds() / 60 for a, b in zip(runs, runs[1:], strict=False)]
+    gaps = [(b - a).total_seconds() / 60 for a, b in itertools.pairwise(runs)]
     return min(gaps) if gaps else None

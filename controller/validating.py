@@ -16,7 +16,7 @@ import re
 import typing
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +146,7 @@ def validate(documents: list[Document], *, fleet: str | None = None, now: dateti
         report.items.append(Diagnostic("error", (files or ["<input>"])[0], 0, 0, "",
                                        "no manifest documents were read from the input",
                                        "add a 'kind: Fleet' document, or pass --fleet NAME", "fleet"))
-    checker = _Checks(gathered, report, now or datetime.now(timezone.utc))
+    checker = _Checks(gathered, report, now or datetime.now(UTC))
     checker.run()
     state = None
     if not any(x.severity == "error" for x in report.items) and fleet_name is not None:
@@ -196,10 +196,8 @@ def _clean_errors(exc: ValidationError, data: Any) -> list[dict[str, Any]]:
         loc: list[object] = []
         node = data
         for part in err["loc"]:
-            if isinstance(node, dict) and part in node:
-                loc.append(part)
-                node = node[part]
-            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            in_dict = isinstance(node, dict) and part in node
+            if in_dict or (isinstance(node, list) and isinstance(part, int) and part < len(node)):
                 loc.append(part)
                 node = node[part]
             elif isinstance(part, str) and _UNION_TAGS.match(part):

@@ -30,7 +30,7 @@ class Metadata(Strict):
 
 
 class _Document(Strict):
-    apiVersion: Literal["hermes-fleet/v1"] = Field(description="Always hermes-fleet/v1.")  # noqa: N815
+    apiVersion: Literal["hermes-fleet/v1"] = Field(description="Always hermes-fleet/v1.")
     metadata: Metadata
 
 
