@@ -1,122 +1,30 @@
 """The verbs that touch a Hermes home: plan (diff), apply, status, restore.
 
-The only place the stages are wired together, guard-chain style: validate -> observe -> resolve
-secrets -> plan -> (stop here for plan / --dry-run) -> lock -> re-observe -> apply -> inventory.
-Imported lazily by cli.py.
+Each verb validates its manifests first (cli.load_valid), then hands the desired state to
+reconciling.py, and renders the result. Imported lazily by cli.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller import cli, planning, reporting
+from controller import cli, planning, reconciling, reporting
 from controller import inventory as inv
-from controller import secrets as secrets_mod
-from controller.adapters import cronstore, profiles
+from controller.adapters import profiles
 from controller.adapters.home import resolve_root
-from controller.desired import DesiredState
-from controller.errors import ConflictError, ControllerError, ExitCode
+from controller.errors import ExitCode
 from controller.naming import DEFAULT_PROFILE
-from controller.observed import LiveProfile, observe_profile
-
-
-def gather(root: Path, state: DesiredState, *, prune: bool = False, adopt: bool = False,
-           yes: bool = False) -> planning.Inputs:
-    """Observe the home and resolve secrets for everything the plan will look at (read-only)."""
-    inventory = inv.load(root, state.fleet)
-    foreign, foreign_install = _foreign(root, state.fleet)
-    names = set(state.bots) | set(inventory.owned_bots())
-    live: dict[str, LiveProfile] = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE,
-                                                                     with_bot_chat=DEFAULT_PROFILE in state.bots)}
-    for name in sorted(names - {DEFAULT_PROFILE}):
-        live[name] = observe_profile(root, name)
-    inputs = planning.Inputs(state=state, inventory=inventory, live=live, env_values={}, secret_keys={},
-                             foreign=foreign, foreign_install=foreign_install, prune=prune, adopt=adopt, yes=yes)
-    _observe_routines(root, state, inputs)
-    _resolve_env("", state.install_env, inputs)
-    for name, bot in state.bots.items():
-        _resolve_env(name, bot.env, inputs)
-        if bot.avatar_image:
-            inputs.avatars[name] = _image_digest(bot.avatar_image)
-    return inputs
-
-
-def _observe_routines(root: Path, state: DesiredState, inputs: planning.Inputs) -> None:
-    """Each bot's own cron store, and the Hermes `timezone` its scheduler uses."""
-    from controller import routines
-
-    owners = {k.split("/")[1] for k in inputs.inventory.objects if k.startswith("routine/")}
-    for name in sorted(owners | {n for n, b in state.bots.items() if b.routines}):
-        live = inputs.live.get(name) or observe_profile(root, name, with_bot_chat=False)
-        try:
-            inputs.jobs[name] = cronstore.read_jobs(live.path) or [] if live.exists else []
-        except ControllerError as exc:
-            inputs.job_errors[name] = str(exc)
-        tz_name = _desired_timezone(state, name)
-        if tz_name is None:
-            tz_name = live.config_value("timezone")[1] if live.config is not None else None
-        inputs.timezones[name] = routines.zone(tz_name)
-
-
-def _desired_timezone(state: DesiredState, name: str) -> str | None:
-    if name == DEFAULT_PROFILE:
-        bot_tz = state.bots[name].config.get("timezone") if name in state.bots else None
-        return bot_tz or state.install_config.get("timezone")
-    return state.bots[name].config.get("timezone") if name in state.bots else None
-
-
-def _resolve_env(owner: str, entries: dict[str, Any], inputs: planning.Inputs) -> None:
-    values: dict[str, str] = {}
-    for key, entry in entries.items():
-        try:
-            values[key] = secrets_mod.resolve(entry)
-        except secrets_mod.SecretUnavailable as exc:
-            inputs.secret_errors[owner] = f"env {key}: {exc}"
-    inputs.env_values[owner] = values
-    inputs.secret_keys[owner] = {k for k, e in entries.items() if e.secret}
-
-
-def _image_digest(path: str) -> tuple[str, str]:
-    import hashlib
-
-    from controller.validating import image_extension
-
-    data = Path(path).read_bytes()
-    return image_extension(data[:16]) or "png", hashlib.sha256(data).hexdigest()
-
-
-def _foreign(root: Path, fleet: str) -> tuple[dict[str, str], dict[str, str]]:
-    objects: dict[str, str] = {}
-    install: dict[str, str] = {}
-    for other in inv.all_fleets(root):
-        if other == fleet:
-            continue
-        theirs = inv.load(root, other)
-        for key in theirs.objects:
-            objects.setdefault(key, other)
-        for field in theirs.applied(inv.INSTALL_KEY):
-            install.setdefault(field, other)
-    return objects, install
-
-
-@dataclass
-class Planned:
-    root: Path
-    state: DesiredState
-    inputs: planning.Inputs
-    plan: planning.Plan
-    files: list[str]
+from controller.observed import observe_profile
+from controller.reconciling import Planned
 
 
 def make_plan(args: argparse.Namespace, *, prune: bool, adopt: bool, yes: bool = False) -> Planned:
     result = cli.load_valid(args)
-    root = resolve_root(args.home)
-    inputs = gather(root, result.state, prune=prune, adopt=adopt, yes=yes)
-    return Planned(root, result.state, inputs, planning.plan(inputs), result.files)
+    return reconciling.plan_home(resolve_root(args.home), result.state, result.files, prune=prune, adopt=adopt,
+                                 yes=yes)
 
 
 def _render_plan(planned: Planned, args: argparse.Namespace, *, results: Any = None, kind: str = "plan") -> None:
@@ -146,57 +54,29 @@ def cmd_apply(args: argparse.Namespace) -> int:
         planned = make_plan(args, prune=args.prune, adopt=args.adopt, yes=args.yes)
         _render_plan(planned, args, kind="dry-run")
         return _plan_exit(planned.plan, False)
-    from controller import applying, locking
-
     result = cli.load_valid(args)  # invalid manifests stop here, before the lock or any write
-    root = resolve_root(args.home)
-    # A conflict visible before locking refuses here, read-only: taking the lock would already
-    # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
-    inputs = gather(root, result.state, prune=args.prune, adopt=args.adopt, yes=args.yes)
-    early = Planned(root, result.state, inputs, planning.plan(inputs), result.files)
-    if early.plan.conflicts:
-        _refuse_conflicts(early, args)
-    with locking.apply_lock(root, timeout=args.lock_timeout):
-        inputs = gather(root, result.state, prune=args.prune, adopt=args.adopt, yes=args.yes)
-        planned = Planned(root, result.state, inputs, planning.plan(inputs), result.files)
-        plan = planned.plan
-        if plan.conflicts:
-            _refuse_conflicts(planned, args)
-        text_mode = args.output != "json"
+    text_mode = args.output != "json"
+
+    def show(planned: Planned) -> None:
         if text_mode:
             _render_plan(planned, args)
-        results = applying.apply_plan(root, plan, inputs)
-        _finish_inventory(root, planned, results)
-        if text_mode:
-            reporting.write(reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color),
-                                                 not_applied=len(plan.errors)))
-        else:
-            _render_plan(planned, args, results=results, kind="apply")
+
+    planned, results = reconciling.apply_once(
+        resolve_root(args.home), result.state, result.files, prune=args.prune, adopt=args.adopt, yes=args.yes,
+        lock_timeout=args.lock_timeout, before_apply=show,
+        on_conflict=lambda p: _render_plan(p, args, kind="apply"))
+    plan = planned.plan
+    if text_mode:
+        reporting.write(reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color),
+                                             not_applied=len(plan.errors)))
+    else:
+        _render_plan(planned, args, results=results, kind="apply")
     if results.failed or plan.errors:
         if plan.errors and text_mode:
             for change in plan.errors:
                 print(f"hermes-fleet: {change.kind}/{change.name} not applied: {change.reason}", file=sys.stderr)
         return ExitCode.FAILED
     return ExitCode.OK
-
-
-def _refuse_conflicts(planned: Planned, args: argparse.Namespace) -> None:
-    _render_plan(planned, args, kind="apply")
-    names = ", ".join(f"{c.kind}/{c.name}" for c in planned.plan.conflicts)
-    raise ConflictError(f"apply refused, nothing was changed: conflict on {names}",
-                        hint="see the reasons above (--adopt takes over unmanaged profiles; --yes "
-                        "confirms a large prune)")
-
-
-def _finish_inventory(root: Path, planned: Planned, results: Any) -> None:
-    inventory = planned.inputs.inventory
-    failed = bool(results.failed or planned.plan.errors)
-    record = {"at": inv.now_iso(), "digest": planned.state.digest, "manifests": planned.files,
-              "result": "partial" if failed else "ok", "changed": len(results.done),
-              "failed": len(results.failed) + len(planned.plan.errors)}
-    inventory.last_apply = record
-    inventory.history.append(record)
-    inv.save(root, inventory)  # always: the run itself is history, even when nothing changed
 
 
 # --- status ---------------------------------------------------------------------------------------
