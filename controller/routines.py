@@ -63,7 +63,10 @@ def same(key: str, have: Any, want: Any) -> bool:
     if have == want:
         return True
     if key == "prompt" and isinstance(have, str) and isinstance(want, str):
-        return instruction_of(have) == instruction_of(want)
+        # The bare and the v2 form of one instruction are the same routine. Two v2 texts must match
+        # exactly: they also carry the title and the bot, which a rename changes.
+        bare_have, bare_want = instruction_of(have), instruction_of(want)
+        return bare_have == bare_want and (bare_have == have or bare_want == want)
     return False
 
 
@@ -140,8 +143,23 @@ def next_run(routine: Routine, now: datetime) -> str | None:
     return run_at.isoformat()
 
 
+def check_workdir(routine: Routine) -> None:
+    """Hermes' `_normalize_workdir` refuses a workdir that is not an absolute, existing folder
+    (cron jobs run detached from any cwd); writing jobs.json directly must not bypass that."""
+    from pathlib import Path
+
+    if not routine.workdir:
+        return
+    path = Path(routine.workdir)
+    if not path.is_absolute():
+        raise ValueError(f"routine {routine.name!r}: workdir {routine.workdir!r} must be an absolute path")
+    if not path.is_dir():
+        raise ValueError(f"routine {routine.name!r}: workdir {routine.workdir!r} is not an existing folder")
+
+
 def new_job(bot: str, routine: Routine, now: datetime) -> dict[str, Any]:
     """A complete job record in the shape `cron.jobs.create_job` writes."""
+    check_workdir(routine)
     fields = desired_fields(bot, routine)
     parsed = schedules.parse(routine.schedule, tz=now.tzinfo)
     skills = fields["skills"]
@@ -184,6 +202,8 @@ def new_job(bot: str, routine: Routine, now: datetime) -> dict[str, Any]:
 
 def update_job(job: dict[str, Any], bot: str, routine: Routine, changed: set[str], now: datetime) -> None:
     """Set the changed managed fields on a live job in place; runtime fields stay Hermes'."""
+    if "workdir" in changed:
+        check_workdir(routine)
     fields = desired_fields(bot, routine)
     for key in changed & {"name", "prompt", "model", "provider", "base_url", "script", "no_agent",
                           "context_from", "enabled_toolsets", "workdir", "deliver"}:

@@ -1,0 +1,187 @@
+"""controller/routines.py, pure: names, Desktop's prompt forms, managed fields, job records."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from controller import routines
+from controller.models import Routine
+
+NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # a Monday
+
+# Desktop's `routinePrompt` for a bot that is not the active profile (bot-mode-state.md section 6),
+# spelled out literally here so a drift in the template fails this test.
+EXPECTED_V2 = (
+    "[bot-mode:routine:v2] You are running the scheduled routine \"Tea 'n' talk\" for agent 'alpha'. "
+    "Execute it AS that agent so the run lands in its own history: run this in the terminal and relay the "
+    "output:\n\nhermes -p 'alpha' chat -c 'Routine: Tea '\"'\"'n'\"'\"' talk' "
+    "-q '[Scheduled routine] Say \"hi\"\nto '\"'\"'all'\"'\"''\n\nIf the command fails, report the error instead."
+)
+
+
+def r(**kw: object) -> Routine:
+    return Routine.model_validate({"name": "Digest", "schedule": "0 9 * * 1-5", "prompt": "Do it", **kw})
+
+
+def test_job_name_trims_the_title() -> None:
+    assert routines.job_name("alpha", "  Morning digest ") == "[bot:alpha] Morning digest"
+    # Desktop's Routines pane finds a bot's jobs with this pattern.
+    assert re.match(r"^\[bot:([a-z0-9][a-z0-9_-]*)\]\s*", routines.job_name("a-b_1", "x"), re.I)
+
+
+def test_v2_prompt_matches_desktop_byte_for_byte() -> None:
+    assert routines.routine_prompt("alpha", "Tea 'n' talk", "Say \"hi\"\nto 'all'") == EXPECTED_V2
+    assert EXPECTED_V2.startswith(routines.SAFE_ROUTINE_MARKER)
+    # Desktop's legacy-unsafe test: tagged and starting with the unmarked sentence -> auto-paused.
+    assert not EXPECTED_V2.startswith('You are running the scheduled routine "')
+
+
+def test_default_bot_gets_the_bare_instruction() -> None:
+    assert routines.routine_prompt("default", "T", "Just do it") == "Just do it"
+    assert routines.routine_prompt("alpha", "T", "") == ""  # a script-only job has no prompt
+
+
+def test_v2_prompt_survives_a_shell() -> None:
+    """The quoted arguments are what `sh` hands to hermes, whatever the title and instruction hold."""
+    import shlex
+
+    title, instruction = "it's $HOME `x`", "rm -rf / ; echo 'ok' \"q\"\nline2"
+    prompt = routines.routine_prompt("bot", title, instruction)
+    command = prompt[prompt.index("hermes -p"):prompt.rindex("\n\nIf the command fails")]
+    assert shlex.split(command) == ["hermes", "-p", "bot", "chat", "-c", f"Routine: {title}",
+                                    "-q", f"[Scheduled routine] {instruction}"]
+
+
+def test_desired_fields_defaults_and_normalisation() -> None:
+    fields = routines.desired_fields("alpha", r(base_url="https://x.example/v1/", toolsets=["web"]))
+    assert fields["name"] == "[bot:alpha] Digest"
+    assert fields["schedule"] == "cron:0 9 * * 1-5"
+    assert fields["deliver"] == "local"  # what Hermes stores when nothing is said
+    assert fields["base_url"] == "https://x.example/v1"
+    assert fields["enabled_toolsets"] == ["web"]
+    assert (fields["skills"], fields["repeat"], fields["paused"], fields["paused_reason"]) == ([], None, False, None)
+    assert set(fields) == set(routines.MANAGED)
+    # A reason without pause is not written.
+    assert routines.desired_fields("alpha", r(paused_reason="x"))["paused_reason"] is None
+    assert routines.desired_fields("alpha", r(schedule="every 2h"))["schedule"] == "interval:every 120m"
+    assert routines.desired_fields("alpha", r(schedule="10m"))["repeat"] == 1
+    assert routines.desired_fields("alpha", r(schedule="10m", repeat=3))["repeat"] == 3
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    ["0 9 * * 1-5", "every 45m", "every 1d", "2030-01-02T03:04:00+00:00", "2030-01-02T03:04", "15m", "2h"],
+)
+def test_a_new_job_reads_back_as_desired(schedule: str) -> None:
+    routine = r(schedule=schedule, skills=["a", "b"], deliver="bot-chat", context_from=["self"], repeat=4,
+                model="m", provider="p", workdir="/", toolsets=["web"], paused=True, paused_reason="why")
+    job = routines.new_job("alpha", routine, NOW)
+    assert routines.live_fields(job) == routines.desired_fields("alpha", routine)
+    json.dumps(job)  # JSON-serialisable as Hermes writes it
+
+
+def test_new_job_has_hermes_shape() -> None:
+    job = routines.new_job("alpha", r(), NOW)
+    hermes_keys = {  # cron.jobs.create_job in 0.19.0 (hermes-formats.md section E)
+        "id", "name", "prompt", "skills", "skill", "model", "provider", "provider_snapshot", "model_snapshot",
+        "base_url", "script", "no_agent", "context_from", "schedule", "schedule_display", "repeat", "enabled",
+        "state", "paused_at", "paused_reason", "created_at", "next_run_at", "last_run_at", "last_status",
+        "last_error", "last_delivery_error", "deliver", "origin", "enabled_toolsets", "workdir"}
+    assert set(job) == hermes_keys
+    assert re.fullmatch(r"[0-9a-f]{12}", job["id"])
+    assert job["next_run_at"] == "2026-03-02T09:00:00+00:00"
+    assert job["created_at"] == NOW.isoformat()
+    assert routines.new_job("alpha", r(), NOW)["id"] != job["id"]
+
+
+def test_next_run_in_the_bots_timezone() -> None:
+    kolkata = datetime(2026, 3, 2, 8, 0, tzinfo=ZoneInfo("Asia/Kolkata"))
+    assert routines.next_run(r(), kolkata) == "2026-03-02T09:00:00+05:30"
+    assert routines.next_run(r(schedule="every 90m"), NOW) == (NOW + timedelta(minutes=90)).isoformat()
+    assert routines.next_run(r(schedule="30m"), NOW) == (NOW + timedelta(minutes=30)).isoformat()
+    naive = routines.new_job("a", r(schedule="2030-01-02T03:04"), kolkata)
+    assert naive["schedule"]["run_at"] == "2030-01-02T03:04:00+05:30"
+    assert routines.zone("Asia/Kolkata") == ZoneInfo("Asia/Kolkata")
+    assert routines.zone("Not/AZone") is None and routines.zone(None) is None
+    assert routines.now_in(ZoneInfo("Asia/Kolkata")).utcoffset() == timedelta(hours=5, minutes=30)
+
+
+def test_a_past_one_shot_is_refused() -> None:
+    with pytest.raises(ValueError, match="in the past"):
+        routines.next_run(r(schedule="2020-01-01T00:00:00Z"), NOW)
+    assert routines.next_run(r(schedule=(NOW - timedelta(seconds=60)).isoformat()), NOW)  # within grace
+
+
+def test_update_job_touches_only_changed_fields_and_keeps_runtime() -> None:
+    job = routines.new_job("alpha", r(), NOW)
+    job.update(next_run_at="2026-03-09T09:00:00+00:00", last_run_at="2026-03-02T09:00:01+00:00",
+               last_status="ok", fire_claim={"x": 1}, unknown_key="kept")
+    job["repeat"]["completed"] = 3
+    before = copy.deepcopy(job)
+    routine = r(prompt="New words", repeat=10)
+    routines.update_job(job, "alpha", routine, {"prompt", "repeat"}, NOW)
+    assert job["prompt"] == routines.routine_prompt("alpha", "Digest", "New words")
+    assert job["repeat"] == {"times": 10, "completed": 3}
+    assert {k: v for k, v in job.items() if k not in ("prompt", "repeat")} == {
+        k: v for k, v in before.items() if k not in ("prompt", "repeat")}
+
+
+def test_update_job_schedule_pause_and_resume() -> None:
+    job = routines.new_job("alpha", r(), NOW)
+    later = NOW + timedelta(days=1)
+    routines.update_job(job, "alpha", r(schedule="every 2h"), {"schedule"}, later)
+    assert job["schedule"] == {"kind": "interval", "minutes": 120, "display": "every 120m"}
+    assert job["schedule_display"] == "every 120m"
+    assert job["next_run_at"] == (later + timedelta(hours=2)).isoformat()
+
+    routines.update_job(job, "alpha", r(schedule="every 2h", paused=True, paused_reason="a"), {"paused",
+                        "paused_reason"}, later)
+    assert (job["enabled"], job["state"], job["paused_at"], job["paused_reason"]) == (
+        False, "paused", later.isoformat(), "a")
+    # A new reason keeps the original pause time.
+    routines.update_job(job, "alpha", r(schedule="every 2h", paused=True, paused_reason="b"), {"paused_reason"},
+                        later + timedelta(hours=1))
+    assert (job["paused_at"], job["paused_reason"]) == (later.isoformat(), "b")
+
+    resume = later + timedelta(days=2)
+    routines.update_job(job, "alpha", r(schedule="every 2h"), {"paused", "paused_reason"}, resume)
+    assert (job["enabled"], job["state"], job["paused_at"], job["paused_reason"]) == (True, "scheduled", None, None)
+    assert job["next_run_at"] == (resume + timedelta(hours=2)).isoformat()
+
+
+def test_live_fields_read_hermes_variants() -> None:
+    minimal = {"id": "x", "name": "n", "prompt": "p", "schedule": {"kind": "cron", "expr": "0 9 * * *",
+               "display": "0 9 * * *"}, "enabled": True}
+    live = routines.live_fields(minimal)
+    assert (live["deliver"], live["skills"], live["repeat"], live["paused"]) == ("local", [], None, False)
+    assert routines.live_fields({**minimal, "skill": "legacy"})["skills"] == ["legacy"]
+    assert routines.live_fields({**minimal, "state": "paused"})["paused"] is True
+    assert routines.live_fields({**minimal, "enabled": False, "paused_reason": "r"})["paused_reason"] == "r"
+    assert routines.live_fields({**minimal, "paused_reason": "stale"})["paused_reason"] is None
+    assert routines.live_fields({**minimal, "schedule": {}})["schedule"] == "None:None"  # a dead job never matches
+
+
+def test_prompt_forms_compare_by_instruction_but_a_v2_text_must_match_exactly() -> None:
+    v2 = routines.routine_prompt("alpha", "Digest", "Do it")
+    assert routines.instruction_of(v2) == "Do it"
+    assert routines.same("prompt", "Do it", v2)  # made in Desktop while alpha was active: the same routine
+    assert routines.same("prompt", v2, "Do it")
+    assert not routines.same("prompt", routines.routine_prompt("alpha", "Old", "Do it"), v2)  # renamed
+    assert not routines.same("prompt", routines.routine_prompt("beta", "Digest", "Do it"), v2)
+    assert not routines.same("prompt", "Do it differently", v2)
+    assert not routines.same("name", "a", "b") and routines.same("skills", ["a"], ["a"])
+
+
+@pytest.mark.parametrize("workdir", ["relative/dir", "/no/such/folder/anywhere"])
+def test_a_workdir_hermes_would_refuse_is_refused(workdir: str) -> None:
+    with pytest.raises(ValueError, match="workdir"):
+        routines.new_job("alpha", r(workdir=workdir), NOW)
+    job = routines.new_job("alpha", r(), NOW)
+    with pytest.raises(ValueError, match="workdir"):
+        routines.update_job(job, "alpha", r(workdir=workdir), {"workdir"}, NOW)
