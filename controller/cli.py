@@ -37,6 +37,12 @@ def _add_home_arg(p: argparse.ArgumentParser) -> None:
                    help="the Hermes root (default: Hermes' own rules: $HERMES_HOME, else ~/.hermes)")
 
 
+def _add_host_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", metavar="NAME",
+                   help="apply only this machine's slice of a multi-host fleet (default: this machine's hostname, "
+                   "when any object names a host)")
+
+
 def add_global_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text output")
@@ -77,6 +83,7 @@ def setup_schema(p: argparse.ArgumentParser) -> None:
 def setup_plan(p: argparse.ArgumentParser) -> None:
     _add_manifest_args(p)
     _add_home_arg(p)
+    _add_host_arg(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
     p.add_argument("--detailed-exitcode", action="store_true", help="exit 4 when changes are pending")
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
@@ -86,6 +93,7 @@ def setup_plan(p: argparse.ArgumentParser) -> None:
 def setup_apply(p: argparse.ArgumentParser) -> None:
     _add_manifest_args(p)
     _add_home_arg(p)
+    _add_host_arg(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
     p.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (backed up)")
@@ -146,11 +154,28 @@ def load(args: argparse.Namespace) -> Any:
 
 
 def load_valid(args: argparse.Namespace) -> Any:
-    """Like `load`, but invalid manifests raise ManifestError (exit 2) before anything else runs."""
+    """Like `load`, but invalid manifests raise ManifestError (exit 2) before anything else runs.
+
+    The desired state is narrowed to this machine's slice when the fleet names hosts (--host).
+    """
+    from controller import desired
+
     result = load(args)
     if result.errors or result.state is None:
         raise ManifestError(result.diagnostics)
+    result.state = desired.for_host(result.state, selected_host(args, result.state))
     return result
+
+
+def selected_host(args: argparse.Namespace, state: Any) -> str | None:
+    import socket
+
+    from controller import desired
+
+    explicit = getattr(args, "host", None)
+    if explicit:
+        return str(explicit)
+    return socket.gethostname() if desired.uses_hosts(state) else None
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -64,6 +64,7 @@ class DesiredBot:
     routines: tuple[Routine, ...] = ()
     clone_from: str | None = None
     create_empty: bool = False
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,28 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
     raise TypeError(type(value))
+
+
+def uses_hosts(state: DesiredState) -> bool:
+    return any(x.host for x in (*state.bots.values(), *state.rooms.values(), *state.peers.values()))
+
+
+def for_host(state: DesiredState, host: str | None) -> DesiredState:
+    """The slice of the fleet that lives on `host` (objects with no host live everywhere)."""
+    if host is None or not uses_hosts(state):
+        return state
+    bots = {n: b for n, b in state.bots.items() if b.host in (None, host)}
+    rooms = {n: r for n, r in state.rooms.items() if r.host in (None, host)}
+    peers = {n: p for n, p in state.peers.items() if p.host in (None, host)}
+    gone = set(state.peers) - set(peers)
+    install_config = {k: v for k, v in state.install_config.items()
+                      if not (k.startswith("bot_peers.") and k.split(".")[1] in gone)}
+    from controller.naming import peer_env_key
+
+    dropped_keys = {peer_env_key(p) for p in gone}
+    install_env = {k: v for k, v in state.install_env.items() if k not in dropped_keys}
+    return DesiredState(fleet=state.fleet, bots=bots, sections=state.sections, rooms=rooms, peers=peers,
+                        install_config=install_config, install_env=install_env, digest=state.digest)
 
 
 def is_default_profile(name: str) -> bool:

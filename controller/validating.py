@@ -615,6 +615,7 @@ class _Checks:
                                   "room_members")
             seen.add(member)
             self.check_member(item.at("members", i), member)
+        self.check_room_hosts(item, room)
         if room.who_answers.startswith("lead:"):
             lead = room.who_answers.split(":", 1)[1]
             if lead not in room.members:
@@ -622,6 +623,19 @@ class _Checks:
                                   "name one of its members as lead", "reference")
         if room.picture is not None:
             self.check_file(item.at("picture"), item.base_dir, room.picture, MAX_IMAGE_BYTES, image=True)
+
+    def check_room_hosts(self, item: Declared, room: Room) -> None:
+        """A room's gateway reaches its local members only; a bot on another host must be a peer member."""
+        hosts = {x.obj.name: x.obj.host for x in self.g.bots}
+        for i, member in enumerate(room.members):
+            host = hosts.get(member)
+            if host is None or host == room.host:
+                continue
+            where = f"on host {room.host!r}" if room.host else "on every host (it names no host)"
+            self.report.error(item.at("members", i),
+                              f"member {member!r} lives on host {host!r}, but room {room.name!r} is applied {where}",
+                              f"give the room 'host: {host}', or reach the bot through a peer: write "
+                              f"'<peer>/{member}' with a peer whose url is {host}'s gateway", "cross_host")
 
     def check_member(self, where: tuple[Document, tuple[object, ...]], member: str) -> None:
         if "/" in member:
@@ -732,7 +746,7 @@ def _desired_bot(item: Declared, fleet: str, defaults: BotDefaults | None, secti
         avatar=d.avatar_meta(bot.avatar) if bot.avatar else None,
         avatar_image=str((item.base_dir / bot.avatar.image).resolve()) if bot.avatar and bot.avatar.image else None,
         hidden=bot.hidden, pinned=bot.pinned, section=section, config=d.bot_config(bot), env=env,
-        routines=tuple(routines), clone_from=bot.clone_from, create_empty=bool(bot.create_empty),
+        routines=tuple(routines), clone_from=bot.clone_from, create_empty=bool(bot.create_empty), host=bot.host,
     )
 
 

@@ -258,6 +258,9 @@ class BotSpec(_BotSettings):
     create_empty: bool | None = Field(
         default=None, description="At creation only: no bundled skills (.no-bundled-skills)."
     )
+    host: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$")] | None = Field(
+        default=None, description="The machine this bot lives on (a reconciler applies only its --host's slice); "
+        "default: every machine that applies the fleet.")
 
     @model_validator(mode="after")
     def _exclusive(self) -> BotSpec:

@@ -20,6 +20,7 @@ class SectionSpec(Strict):
     )
 
 
+HostName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$")]
 WhoAnswers = Annotated[
     str, StringConstraints(pattern=r"^(everyone|auto|lead:([a-z0-9][a-z0-9_-]{0,63}/)?[a-z0-9][a-z0-9_-]{0,63})$")
 ]
@@ -36,12 +37,15 @@ class RoomSpec(Strict):
     )
     detect_stop_directives: bool = Field(default=True, description="Stop the room when a member says to stop.")
     picture: NonEmpty | None = Field(default=None, description="The room picture: an image file relative to the manifest.")
+    host: HostName | None = Field(default=None, description="The machine whose gateway owns this room (see Bot.host).")
 
 
 class PeerSpec(Strict):
     """A peer's settings (everything but its name)."""
 
     url: NonEmpty = Field(description="The peer gateway's base URL, http:// or https://.")
+    host: HostName | None = Field(
+        default=None, description="Only this machine registers the peer (see Bot.host); default: every machine.")
     key: SecretRef | None = Field(default=None, description="The peer's key, by reference only.")
     note: str | None = None
 

@@ -1,0 +1,54 @@
+"""One repository, several machines: `host:` on bots, rooms and peers, and `--host` slices."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.integration.helpers import hermes_fleet, plan_json
+
+FLEET = """\
+apiVersion: hermes-fleet/v1
+kind: Fleet
+metadata: {name: hosts}
+spec:
+  bots:
+    - {name: a, host: alpha}
+    - {name: b, host: beta}
+    - {name: c}
+  rooms:
+    - {name: R, members: [a, c], host: alpha}
+    - {name: S, members: [a, betabox/b], host: alpha}
+  peers:
+    - {name: betabox, url: "http://beta:8642", host: alpha, key: {from_env: BETA_KEY}}
+"""
+
+
+def _write(tmp_path, text=FLEET):
+    path = tmp_path / "fleet.yaml"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def test_each_host_plans_only_its_own_slice(tmp_path, monkeypatch):
+    monkeypatch.setenv("BETA_KEY", "k" * 20)
+    fleet = _write(tmp_path)
+    alpha = {f"{o['kind']}/{o['name']}" for o in plan_json(fleet, tmp_path / "ha", "--host", "alpha")["objects"]}
+    beta = {f"{o['kind']}/{o['name']}" for o in plan_json(fleet, tmp_path / "hb", "--host", "beta")["objects"]}
+    assert {"bot/a", "bot/c"} <= alpha and "bot/b" not in alpha
+    assert {"bot/b", "bot/c"} <= beta and "bot/a" not in beta
+    beta_install = next(o for o in plan_json(fleet, tmp_path / "hb", "--host", "beta")["objects"] if o["kind"] == "install")
+    assert not any("betabox" in f["field"] or "PEER" in f["field"] for f in beta_install["fields"])
+
+
+def test_a_fleet_without_hosts_is_applied_whole_everywhere(tmp_path):
+    fleet = _write(tmp_path, "apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: h}\nspec: {bots: [{name: x}]}\n")
+    names = {o["name"] for o in plan_json(fleet, tmp_path / "h", "--host", "anything")["objects"]}
+    assert "x" in names
+
+
+def test_a_room_member_on_another_host_must_be_a_peer_member(tmp_path):
+    fleet = _write(tmp_path, FLEET.replace("members: [a, betabox/b]", "members: [a, b]"))
+    run = hermes_fleet("validate", "-f", fleet)
+    assert run.code == 2
+    assert "member 'b' lives on host 'beta'" in run.out and "cross_host" not in run.out
+    assert "'<peer>/b'" in run.out
