@@ -39,6 +39,7 @@ class Outcome:
 @dataclass
 class ApplyResult:
     outcomes: list[Outcome] = field(default_factory=list)
+    abandoned: bool = False  # stopped early on request (SIGTERM); the next apply finishes the job
 
     @property
     def failed(self) -> list[Outcome]:
@@ -50,7 +51,8 @@ class ApplyResult:
 
 
 def apply_plan(root: Path, plan: planning.Plan, inputs: planning.Inputs,
-               on_outcome: Callable[[Outcome], None] | None = None) -> ApplyResult:
+               on_outcome: Callable[[Outcome], None] | None = None,
+               should_stop: Callable[[], bool] | None = None) -> ApplyResult:
     """Converge every object the plan writes; record ownership in the inventory as we go."""
     result = ApplyResult()
     routine_batches: dict[str, list[ObjectChange]] = {}
@@ -58,6 +60,9 @@ def apply_plan(root: Path, plan: planning.Plan, inputs: planning.Inputs,
     for change in plan.changes:
         if change.action not in planning.WRITING_ACTIONS:
             continue
+        if should_stop is not None and should_stop():
+            result.abandoned = True  # a shutdown between two objects: each finished object is whole
+            break
         if change.kind == "routine":
             routine_batches.setdefault(change.name.split("/", 1)[0], []).append(change)
             continue
@@ -69,6 +74,8 @@ def apply_plan(root: Path, plan: planning.Plan, inputs: planning.Inputs,
             failed_bots.add(change.name)
         _report(result, outcome, on_outcome)
     for bot, batch in routine_batches.items():
+        if result.abandoned:
+            break
         if bot in failed_bots:
             for change in batch:
                 _report(result, Outcome(change, False, f"bot/{bot} was not converged"), on_outcome)

@@ -142,11 +142,15 @@ def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
 
 def load(args: argparse.Namespace) -> Any:
     """Discover, parse and validate the manifests named by -f; returns a ValidationResult."""
+    return load_paths(args.files, recursive=args.recursive, fleet=getattr(args, "fleet", None))
+
+
+def load_paths(paths: list[str], *, recursive: bool, fleet: str | None) -> Any:
     from controller import loading, validating
 
-    files = loading.discover(args.files, recursive=args.recursive)
+    files = loading.discover(paths, recursive=recursive)
     documents, problems = loading.load_files(files)
-    result = validating.validate(documents, fleet=getattr(args, "fleet", None), files=files)
+    result = validating.validate(documents, fleet=fleet, files=files)
     result.diagnostics[:0] = problems
     if problems:
         result.state = None

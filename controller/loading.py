@@ -374,8 +374,13 @@ def _step(node: Any, part: object) -> tuple[Any, Any] | None:
         if key_node.id == "scalar" and key_node.value == part:
             return key_node, value_node
     for key_node, value_node in node.value:  # keys that arrived through a '<<' merge
-        if key_node.id == "scalar" and key_node.value == "<<":
-            sources = [value_node] if value_node.id == "mapping" else list(value_node.value)
+        if key_node.id == "scalar" and key_node.value == "<<" and not key_node.style:
+            if value_node.id == "mapping":
+                sources = [value_node]
+            elif value_node.id == "sequence":
+                sources = [item for item in value_node.value if item.id == "mapping"]
+            else:
+                continue
             for source in sources:
                 found = _step(source, part)
                 if found is not None:

@@ -127,7 +127,8 @@ def conflict_error(planned: Planned) -> ConflictError:
 def apply_once(root: Path, state: DesiredState, files: list[str], *, prune: bool = False, adopt: bool = False,
                yes: bool = False, lock_timeout: float = 10.0, revision: str | None = None,
                before_apply: Callable[[Planned], None] | None = None,
-               on_conflict: Callable[[Planned], None] | None = None) -> tuple[Planned, applying.ApplyResult]:
+               on_conflict: Callable[[Planned], None] | None = None,
+               should_stop: Callable[[], bool] | None = None) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written."""
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
@@ -144,14 +145,14 @@ def apply_once(root: Path, state: DesiredState, files: list[str], *, prune: bool
             raise conflict_error(planned)
         if before_apply:
             before_apply(planned)
-        results = applying.apply_plan(root, planned.plan, planned.inputs)
+        results = applying.apply_plan(root, planned.plan, planned.inputs, should_stop=should_stop)
         finish_inventory(root, planned, results, revision=revision)
     return planned, results
 
 
 def finish_inventory(root: Path, planned: Planned, results: Any, *, revision: str | None = None) -> None:
     inventory = planned.inputs.inventory
-    failed = bool(results.failed or planned.plan.errors)
+    failed = bool(results.failed or planned.plan.errors or results.abandoned)
     record = {"at": inv.now_iso(), "digest": planned.state.digest, "manifests": planned.files,
               "result": "partial" if failed else "ok", "changed": len(results.done),
               "failed": len(results.failed) + len(planned.plan.errors)}
