@@ -126,6 +126,30 @@ def setup_export(p: argparse.ArgumentParser) -> None:
     out.add_argument("--split", metavar="DIR", help="a folder per kind, SOUL.md as soul_file, avatars as files")
 
 
+def setup_watch(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-f", "--filename", action="extend", nargs="+", dest="files", metavar="PATH",
+                   help="manifest files or folders to watch")
+    p.add_argument("-R", "--recursive", action="store_true", help="search folders recursively")
+    p.add_argument("--git", metavar="URL", help="watch a git repository instead of local files")
+    p.add_argument("--ref", default="main", help="branch, tag or commit of --git (default main)")
+    p.add_argument("--path", default=".", help="folder inside the repository holding the manifests")
+    p.add_argument("--ssh-key", metavar="FILE", help="private key for an ssh:// remote (else your git credentials)")
+    p.add_argument("--allow-history-rewrite", action="store_true",
+                   help="accept a force-pushed ref (default: report it and keep the last good revision)")
+    p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
+    _add_home_arg(p)
+    _add_host_arg(p)
+    p.add_argument("--interval", type=float, default=300.0, metavar="SECONDS",
+                   help="reconcile (and fetch) every SECONDS, with 10%% jitter (default 300)")
+    p.add_argument("--self-heal", action="store_true", help="correct drift (default: report it)")
+    p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (as apply --prune)")
+    p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
+    p.add_argument("--once", action="store_true", help="one reconcile, then exit with apply's exit codes (cron use)")
+    p.add_argument("--log-format", choices=("text", "json"), default="text")
+    p.add_argument("--health-port", type=int, metavar="PORT", help="serve /healthz and /metrics on 127.0.0.1:PORT")
+    p.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS")
+
+
 def setup_restore(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
     p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)")
@@ -218,6 +242,8 @@ VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None]
              _lazy("controller.demo", "cmd_demo")),
     "export": ("write manifests for an existing Hermes home (adopt a hand-built fleet into git)", [],
                setup_export, _lazy("controller.exporting", "cmd_export")),
+    "watch": ("keep the home converged on manifests or a git repo (the reconciler)", [], setup_watch,
+              _lazy("controller.watching", "cmd_watch")),
     "restore": ("bring back a bot that prune moved to a backup", [], setup_restore,
                 _lazy("controller.commands", "cmd_restore")),
 }
