@@ -91,13 +91,18 @@ def cmd_status(args: argparse.Namespace) -> int:
         planned = None
         fleets = [args.fleet] if args.fleet else inv.all_fleets(root)
     reports = [_fleet_status(root, name, planned) for name in fleets]
+    from controller.watching import read_status
+
+    watch = read_status(root)
     if args.output == "json":
         import json
 
         reporting.write(json.dumps({"schemaVersion": reporting.JSON_SCHEMA_VERSION, "kind": "status",
-                                    "home": str(root), "fleets": reports}, indent=2, default=str) + "\n")
+                                    "home": str(root), "fleets": reports, "reconciler": watch},
+                                   indent=2, default=str) + "\n")
     else:
-        reporting.write(_status_text(root, reports, color=reporting.use_color(sys.stdout, args.color)))
+        color = reporting.use_color(sys.stdout, args.color)
+        reporting.write(_status_text(root, reports, color=color) + _watch_text(watch, color=color))
     if planned is not None:
         return _plan_exit(planned.plan, False)
     return ExitCode.OK
@@ -108,7 +113,10 @@ def _fleet_status(root: Path, fleet: str, planned: Planned | None) -> dict[str, 
     objects = []
     for key in sorted(inventory.objects):
         kind, _, name = key.partition("/")
-        drift = _drift_fields(root, inventory, key, name if kind == "bot" else DEFAULT_PROFILE)
+        if kind == "routine":
+            drift = _routine_drift(root, inventory, key)
+        else:
+            drift = _drift_fields(root, inventory, key, name if kind == "bot" else DEFAULT_PROFILE)
         objects.append({"object": key, "drifted_fields": drift, "updated_at": inventory.objects[key].get("updated_at")})
     report: dict[str, Any] = {
         "fleet": fleet, "managed": len(inventory.owned_bots()), "last_apply": inventory.last_apply,
@@ -136,6 +144,25 @@ def _drift_fields(root: Path, inventory: inv.Inventory, key: str, name: str) -> 
     return drifted
 
 
+def _routine_drift(root: Path, inventory: inv.Inventory, key: str) -> list[str] | str:
+    """A routine's managed job fields that differ from the last apply (its job in the bot's cron store)."""
+    from controller import routines
+    from controller.adapters import cronstore
+    from controller.adapters.home import profile_dir
+    from controller.errors import ControllerError
+
+    entry = inventory.objects.get(key, {})
+    try:
+        jobs = cronstore.read_jobs(profile_dir(root, key.split("/")[1])) or []
+    except ControllerError as exc:
+        return f"unreadable: {exc}"
+    job = next((j for j in jobs if str(j.get("id")) == str(entry.get("job_id"))), None)
+    if job is None:  # a one-shot that ran is removed by Hermes: done, not drift
+        return [] if str(entry.get("applied", {}).get("schedule", "")).startswith("once:") else "cron job is missing"
+    live = routines.live_fields(job)
+    return [f for f, was in entry.get("applied", {}).items() if not routines.same(f, live.get(f), was)]
+
+
 def _status_text(root: Path, reports: list[dict[str, Any]], *, color: bool) -> str:
     p = reporting.Palette(color)
     if not reports:
@@ -160,6 +187,26 @@ def _status_text(root: Path, reports: list[dict[str, Any]], *, color: bool) -> s
                      + ("" if r["drifted"] else " (in sync)"))
         if "pending" in r:
             lines.append(f"  manifests: {'changes pending' if r['pending']['changes_pending'] else 'no changes pending'}")
+    return "\n".join(lines) + "\n"
+
+
+def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:
+    if not watch:
+        return ""
+    p = reporting.Palette(color)
+    result = str(watch.get("last_result"))
+    paint = p.green if result in ("applied", "in-sync") else (p.yellow if result in ("drift", "busy") else p.red)
+    lines = [p.bold("Reconciler") + f" (pid {watch.get('pid')}, {watch.get('mode')}, every {watch.get('interval')}s): "
+             f"source {watch.get('source')}",
+             "  last run: " + paint(result) + f" at revision {str(watch.get('last_revision'))[:16]}"
+             + (f" — {watch.get('message')}" if watch.get("message") else ""),
+             f"  last good revision: {str(watch.get('last_good_revision'))[:16]}; "
+             f"next run: {watch.get('next_run_at') or 'stopped'}"]
+    if watch.get("drift"):
+        lines.append(p.yellow(f"  drift: {', '.join(watch['drift'])}"))
+    runs = watch.get("runs") or []
+    if runs:
+        lines.append("  recent runs: " + ", ".join(f"{r['at'][11:19]} {r['result']}" for r in runs[-5:]))
     return "\n".join(lines) + "\n"
 
 
