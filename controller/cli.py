@@ -32,6 +32,16 @@ def _add_manifest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
 
 
+def _add_gateway_args(p: argparse.ArgumentParser) -> None:
+    """Rooms live on a running gateway (docs/rooms.md); default: found through the home's control socket."""
+    p.add_argument("--gateway", metavar="URL", help="the gateway that owns the rooms (default: the running gateway "
+                   "of --home, found without starting one)")
+    p.add_argument("--gateway-token-env", metavar="NAME", help="environment variable holding the credential for "
+                   "--gateway (never passed on the command line)")
+    p.add_argument("--gateway-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="per-call gateway timeout (default 10)")
+
+
 def _add_home_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", metavar="DIR",
                    help="the Hermes root (default: Hermes' own rules: $HERMES_HOME, else ~/.hermes)")
@@ -84,6 +94,7 @@ def setup_plan(p: argparse.ArgumentParser) -> None:
     _add_manifest_args(p)
     _add_home_arg(p)
     _add_host_arg(p)
+    _add_gateway_args(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
     p.add_argument("--detailed-exitcode", action="store_true", help="exit 4 when changes are pending")
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
@@ -94,6 +105,7 @@ def setup_apply(p: argparse.ArgumentParser) -> None:
     _add_manifest_args(p)
     _add_home_arg(p)
     _add_host_arg(p)
+    _add_gateway_args(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
     p.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (backed up)")
@@ -110,6 +122,7 @@ def setup_status(p: argparse.ArgumentParser) -> None:
                    help="also compare against these manifests for drift")
     p.add_argument("-R", "--recursive", action="store_true")
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    _add_gateway_args(p)
 
 
 def setup_demo(p: argparse.ArgumentParser) -> None:
@@ -173,8 +186,9 @@ def load_paths(paths: list[str], *, recursive: bool, fleet: str | None) -> Any:
     from controller import loading, validating
 
     files = loading.discover(paths, recursive=recursive)
-    documents, problems = loading.load_files(files)
-    result = validating.validate(documents, fleet=fleet, files=files)
+    with loading.gc_paused():
+        documents, problems = loading.load_files(files)
+        result = validating.validate(documents, fleet=fleet, files=files)
     result.diagnostics[:0] = problems
     if problems:
         result.state = None

@@ -399,6 +399,7 @@ class _Checks:
         self.report = report
         self.now = now
         self.bot_names = {x.obj.name for x in g.bots}
+        self.bot_hosts = {x.obj.name: x.obj.host for x in g.bots}
         self.peer_names = {x.obj.name for x in g.peers}
         self.section_names = {x.obj.name for x in g.sections}
 
@@ -626,9 +627,8 @@ class _Checks:
 
     def check_room_hosts(self, item: Declared, room: Room) -> None:
         """A room's gateway reaches its local members only; a bot on another host must be a peer member."""
-        hosts = {x.obj.name: x.obj.host for x in self.g.bots}
         for i, member in enumerate(room.members):
-            host = hosts.get(member)
+            host = self.bot_hosts.get(member)
             if host is None or host == room.host:
                 continue
             where = f"on host {room.host!r}" if room.host else "on every host (it names no host)"
