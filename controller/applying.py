@@ -56,6 +56,7 @@ def apply_plan(root: Path, plan: planning.Plan, inputs: planning.Inputs,
     """Converge every object the plan writes; record ownership in the inventory as we go."""
     result = ApplyResult()
     routine_batches: dict[str, list[ObjectChange]] = {}
+    room_changes: list[ObjectChange] = []
     failed_bots: set[str] = set()
     for change in plan.changes:
         if change.action not in planning.WRITING_ACTIONS:
@@ -65,6 +66,9 @@ def apply_plan(root: Path, plan: planning.Plan, inputs: planning.Inputs,
             break
         if change.kind == "routine":
             routine_batches.setdefault(change.name.split("/", 1)[0], []).append(change)
+            continue
+        if change.kind == "room":  # after bots and routines, over the gateway (controller/rooms.py)
+            room_changes.append(change)
             continue
         try:
             _apply_one(root, change, inputs)
@@ -87,6 +91,11 @@ def apply_plan(root: Path, plan: planning.Plan, inputs: planning.Inputs,
             outcomes = [Outcome(change, False, _cause(exc)) for change in batch]
         for outcome in outcomes:
             _report(result, outcome, on_outcome)
+    if room_changes and not result.abandoned:
+        from controller import rooms
+
+        rooms.apply_rooms(root, room_changes, inputs, failed_bots,
+                          lambda c, ok, error: _report(result, Outcome(c, ok, error), on_outcome))
     return result
 
 

@@ -24,7 +24,14 @@ from controller.reconciling import Planned
 def make_plan(args: argparse.Namespace, *, prune: bool, adopt: bool, yes: bool = False) -> Planned:
     result = cli.load_valid(args)
     return reconciling.plan_home(resolve_root(args.home), result.state, result.files, prune=prune, adopt=adopt,
-                                 yes=yes)
+                                 yes=yes, gateway=gateway_options(args))
+
+
+def gateway_options(args: argparse.Namespace) -> Any:
+    from controller.adapters.gateway import GatewayOptions
+
+    timeout = getattr(args, "gateway_timeout", None) or 10.0
+    return GatewayOptions(getattr(args, "gateway", None), getattr(args, "gateway_token_env", None), timeout)
 
 
 def _render_plan(planned: Planned, args: argparse.Namespace, *, results: Any = None, kind: str = "plan") -> None:
@@ -64,7 +71,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     planned, results = reconciling.apply_once(
         resolve_root(args.home), result.state, result.files, prune=args.prune, adopt=args.adopt, yes=args.yes,
         lock_timeout=args.lock_timeout, before_apply=show,
-        on_conflict=lambda p: _render_plan(p, args, kind="apply"))
+        on_conflict=lambda p: _render_plan(p, args, kind="apply"), gateway=gateway_options(args))
     plan = planned.plan
     if text_mode:
         reporting.write(reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color),
@@ -90,7 +97,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         planned = None
         fleets = [args.fleet] if args.fleet else inv.all_fleets(root)
-    reports = [_fleet_status(root, name, planned) for name in fleets]
+    reports = [_fleet_status(root, name, planned, args) for name in fleets]
     from controller.watching import read_status
 
     watch = read_status(root)
@@ -108,12 +115,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _fleet_status(root: Path, fleet: str, planned: Planned | None) -> dict[str, Any]:
+def _fleet_status(root: Path, fleet: str, planned: Planned | None, args: Any = None) -> dict[str, Any]:
+    from controller import rooms
+
     inventory = inv.load(root, fleet)
     objects = []
+    room_live = None
+    if any(k.startswith("room/") for k in inventory.objects):  # one read-only look at the gateway
+        room_live = planned.inputs.rooms if planned is not None and planned.state.fleet == fleet else None
+        room_live = room_live or rooms.observe(root, gateway_options(args) if args is not None else None)
     for key in sorted(inventory.objects):
         kind, _, name = key.partition("/")
-        if kind == "routine":
+        if kind == "room":
+            drift = rooms.status_drift(inventory.objects[key], room_live)
+        elif kind == "routine":
             drift = _routine_drift(root, inventory, key)
         else:
             drift = _drift_fields(root, inventory, key, name if kind == "bot" else DEFAULT_PROFILE)

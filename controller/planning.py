@@ -124,6 +124,8 @@ class Inputs:
     jobs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # bot -> its live cron jobs
     job_errors: dict[str, str] = field(default_factory=dict)  # bot -> why its cron store is unreadable
     timezones: dict[str, Any] = field(default_factory=dict)  # bot -> tzinfo of its Hermes `timezone`
+    rooms: Any = None  # rooms.Observed: what the gateway said (None: no room to look at)
+    gateway: Any = None  # gateway.GatewayOptions for the room stage of apply
     prune: bool = False
     adopt: bool = False
     yes: bool = False
@@ -256,10 +258,10 @@ def plan(inputs: Inputs) -> Plan:
     for name, bot in state.bots.items():
         changes.extend(_plan_routines(inputs, bot, bot_actions[name]))
     changes.extend(_plan_routine_orphans(inputs, bot_actions))
-    notes = []
-    if state.rooms:
-        notes.append(f"{len(state.rooms)} room(s) validated but not converged: rooms live on a gateway "
-                     "(groups.* JSON-RPC), which this version does not drive yet")
+    from controller import rooms
+
+    room_changes, notes = rooms.plan_rooms(inputs, bot_actions)
+    changes.extend(room_changes)
     return Plan(fleet=state.fleet, digest=state.digest, changes=tuple(changes), prune=inputs.prune,
                 notes=tuple(notes))
 

@@ -23,7 +23,7 @@ from controller.observed import LiveProfile, observe_profile
 
 
 def gather(root: Path, state: DesiredState, *, prune: bool = False, adopt: bool = False,
-           yes: bool = False) -> planning.Inputs:
+           yes: bool = False, gateway: Any = None) -> planning.Inputs:
     """Observe the home and resolve secrets for everything the plan will look at (read-only)."""
     inventory = inv.load(root, state.fleet)
     foreign, foreign_install = _foreign(root, state.fleet)
@@ -35,6 +35,7 @@ def gather(root: Path, state: DesiredState, *, prune: bool = False, adopt: bool 
     inputs = planning.Inputs(state=state, inventory=inventory, live=live, env_values={}, secret_keys={},
                              foreign=foreign, foreign_install=foreign_install, prune=prune, adopt=adopt, yes=yes)
     _observe_routines(root, state, inputs)
+    _observe_rooms(root, state, inputs, gateway)
     _resolve_env("", state.install_env, inputs)
     for name, bot in state.bots.items():
         _resolve_env(name, bot.env, inputs)
@@ -58,6 +59,15 @@ def _observe_routines(root: Path, state: DesiredState, inputs: planning.Inputs) 
         if tz_name is None:
             tz_name = live.config_value("timezone")[1] if live.config is not None else None
         inputs.timezones[name] = routines.zone(tz_name)
+
+
+def _observe_rooms(root: Path, state: DesiredState, inputs: planning.Inputs, gateway: Any) -> None:
+    """The gateway's rooms, read-only (groups.capabilities + groups.list); only when rooms matter."""
+    from controller import rooms
+
+    inputs.gateway = gateway
+    if rooms.needed(state, inputs.inventory):
+        inputs.rooms = rooms.observe(root, gateway)
 
 
 def _desired_timezone(state: DesiredState, name: str) -> str | None:
@@ -111,9 +121,9 @@ class Planned:
 
 
 def plan_home(root: Path, state: DesiredState, files: list[str], *, prune: bool = False, adopt: bool = False,
-              yes: bool = False) -> Planned:
-    """Observe and plan; writes nothing."""
-    inputs = gather(root, state, prune=prune, adopt=adopt, yes=yes)
+              yes: bool = False, gateway: Any = None) -> Planned:
+    """Observe and plan; writes nothing (the gateway is only read)."""
+    inputs = gather(root, state, prune=prune, adopt=adopt, yes=yes, gateway=gateway)
     return Planned(root, state, inputs, planning.plan(inputs), files)
 
 
@@ -128,17 +138,18 @@ def apply_once(root: Path, state: DesiredState, files: list[str], *, prune: bool
                yes: bool = False, lock_timeout: float = 10.0, revision: str | None = None,
                before_apply: Callable[[Planned], None] | None = None,
                on_conflict: Callable[[Planned], None] | None = None,
-               should_stop: Callable[[], bool] | None = None) -> tuple[Planned, applying.ApplyResult]:
+               should_stop: Callable[[], bool] | None = None,
+               gateway: Any = None) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written."""
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
-    early = plan_home(root, state, files, prune=prune, adopt=adopt, yes=yes)
+    early = plan_home(root, state, files, prune=prune, adopt=adopt, yes=yes, gateway=gateway)
     if early.plan.conflicts:
         if on_conflict:
             on_conflict(early)
         raise conflict_error(early)
     with locking.apply_lock(root, timeout=lock_timeout):
-        planned = plan_home(root, state, files, prune=prune, adopt=adopt, yes=yes)
+        planned = plan_home(root, state, files, prune=prune, adopt=adopt, yes=yes, gateway=gateway)
         if planned.plan.conflicts:
             if on_conflict:
                 on_conflict(planned)

@@ -38,6 +38,8 @@ class RoomSpec(Strict):
     detect_stop_directives: bool = Field(default=True, description="Stop the room when a member says to stop.")
     picture: NonEmpty | None = Field(default=None, description="The room picture: an image file relative to the manifest.")
     host: HostName | None = Field(default=None, description="The machine whose gateway owns this room (see Bot.host).")
+    renamed_from: Name64 | None = Field(
+        default=None, description="The room's previous name: a rename renames the live room instead of creating one.")
 
 
 class PeerSpec(Strict):
