@@ -1,0 +1,163 @@
+"""The gateway client against a real loopback gateway: discovery rules, tickets, error mapping."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from controller.adapters import gateway as gw
+from tests.integration.fake_gateway import FakeGateway
+
+
+@pytest.fixture
+def fake(tmp_path: Path):
+    g = FakeGateway(tmp_path / "h").start()
+    yield g
+    g.stop()
+
+
+def session(g: FakeGateway, *, writes: bool = False, timeout: float = 5.0) -> gw.Session:
+    return gw.open_session(g.home, gw.GatewayOptions(timeout=timeout), writes=writes)
+
+
+def test_discovery_identify_and_single_use_tickets(fake: FakeGateway):
+    endpoint = gw.discover(fake.home)
+    assert endpoint.api_origin == fake.origin and endpoint.instance_id == fake.instance_id
+    with session(fake) as s:
+        assert s.call("groups.capabilities")["driver"] is True
+        assert s.call("groups.list")["rooms"] == []
+    assert fake.tickets == set()  # the ticket was consumed by the handshake
+    offered = fake.handshakes[-1]
+    assert offered[0] == gw.SUBPROTOCOL and offered[1].startswith(gw.TICKET_PREFIX)
+
+
+def test_no_socket_is_absent_and_never_started(tmp_path: Path):
+    home = tmp_path / "h"
+    home.mkdir(mode=0o700)
+    with pytest.raises(gw.GatewayUnavailable) as info:
+        gw.discover(home)
+    assert info.value.reason == "absent" and "hermes gateway run" in str(info.value)
+    (home / "gateway.lock").write_text("")
+    with pytest.raises(gw.GatewayUnavailable) as info:
+        gw.discover(home)
+    assert info.value.reason == "starting"
+    assert not (home / "gateway.sock").exists()
+
+
+def test_unsafe_socket_and_pointer_are_refused(fake: FakeGateway, tmp_path: Path):
+    os.chmod(fake.home / "gateway.sock", 0o660)
+    with pytest.raises(gw.GatewayUnavailable) as info:
+        gw.discover(fake.home)
+    assert info.value.reason == "unsafe_control_permissions"
+    os.chmod(fake.home / "gateway.sock", 0o600)
+    os.chmod(fake.home, 0o777)
+    with pytest.raises(gw.GatewayUnavailable) as info:
+        gw.discover(fake.home)
+    assert info.value.reason == "unsafe_control_path"
+    os.chmod(fake.home, 0o700)
+    other = tmp_path / "p"
+    other.mkdir(mode=0o700)
+    pointer = other / "gateway.sock.path"
+    pointer.write_text("/tmp/elsewhere/control.sock\n")
+    os.chmod(pointer, 0o600)
+    with pytest.raises(gw.GatewayUnavailable) as info:
+        gw.discover(other)
+    assert info.value.reason == "invalid_control_pointer"
+
+
+def test_descriptor_rules(fake: FakeGateway):
+    good = fake.descriptor()
+    assert gw.validate_descriptor(good, fake.home, "x").profile_id == good["served_profiles"][0]["profile_id"]
+    for change, reason in (({"runtime_protocol": True}, "incompatible"), ({"capabilities": []}, "incompatible"),
+                           ({"api_origin": "http://localhost:1"}, "invalid_control_response"),
+                           ({"api_origin": "http://10.1.2.3:80"}, "invalid_control_response"),
+                           ({"served_profiles": []}, "profile_mismatch"), ({"state": "draining"}, "draining")):
+        with pytest.raises(gw.GatewayUnavailable) as info:
+            gw.validate_descriptor({**good, **change}, fake.home, "x")
+        assert info.value.reason == reason, change
+
+
+def test_refusals_are_typed(fake: FakeGateway):
+    with session(fake) as s:
+        with pytest.raises(gw.GatewayRefused) as info:
+            s.call("groups.state", {"room_id": "nope"})
+        assert info.value.code == 4114 and info.value.outcome == "permanent"
+        fake.refuse["groups.state"] = (4114, "hosted room not found", "room_history_expired")
+        with pytest.raises(gw.GatewayRefused) as info:
+            s.call("groups.state", {"room_id": "nope"})
+        assert info.value.reason == "room_history_expired"
+        fake.too_old = True
+        with pytest.raises(gw.GatewayIncompatible) as info:
+            s.call("groups.capabilities")
+        assert info.value.code == -32601
+
+
+def test_plan_sessions_refuse_writes_locally(fake: FakeGateway):
+    with session(fake) as s, pytest.raises(gw.GatewayRefused, match="read-only"):
+        s.call("groups.create", {"room_id": "r1", "name": "x", "members": []})
+    assert fake.calls == []
+
+
+def test_lost_reply_to_a_write_is_unknown_but_a_read_is_transient(fake: FakeGateway):
+    members = [{"member_id": "a", "profile": "default", "handle": "a"}]
+    fake.home.joinpath("profiles", "bob").mkdir(parents=True)
+    members.append({"member_id": "b", "profile": "bob", "handle": "b"})
+    fake.lose_reply.add("groups.create")
+    with session(fake, writes=True) as s:
+        with pytest.raises(gw.GatewayOutcomeUnknown) as info:
+            s.call("groups.create", {"room_id": "r1", "name": "x", "members": members})
+        assert info.value.outcome == "unknown"
+        assert "r1" in fake.live()  # it did happen
+        fake.lose_reply.add("groups.list")
+        with pytest.raises(gw.GatewayUnavailable) as read:
+            s.call("groups.list")
+        assert read.value.outcome == "transient"
+        assert len(s.call("groups.list")["rooms"]) == 1  # reconnects with a fresh ticket
+
+
+def test_timeout_reset_and_5xx(fake: FakeGateway):
+    fake.delay["groups.list"] = 1.0
+    with session(fake, timeout=0.3) as s:
+        with pytest.raises(gw.GatewayUnavailable) as info:
+            s.call("groups.list")
+        assert info.value.reason in ("timeout", "connection_closed")
+    fake.reset_before.add("groups.rename")
+    with session(fake, writes=True) as s, pytest.raises(gw.GatewayOutcomeUnknown):
+        s.call("groups.rename", {"room_id": "r1", "event_id": "e1", "name": "y"})
+    fake.http_status = 503
+    with session(fake) as s, pytest.raises(gw.GatewayUnavailable) as info:
+        s.call("groups.list")
+    assert info.value.reason == "http_5xx"
+
+
+def test_bad_token_is_an_auth_error_and_never_shown(fake: FakeGateway, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("GW_TOK", "secret-token-value-123")
+    options = gw.GatewayOptions(url=fake.origin, token_env="GW_TOK")
+    with gw.open_session(fake.home, options, writes=False) as s, pytest.raises(gw.GatewayAuthError) as info:
+        s.call("groups.list")
+    assert "secret-token-value-123" not in str(info.value)
+    fake.tokens.add("secret-token-value-123")
+    with gw.open_session(fake.home, options, writes=False) as s:
+        assert s.call("groups.list")["rooms"] == []
+
+
+def test_nothing_listening_is_transient(tmp_path: Path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    options = gw.GatewayOptions(url=f"http://127.0.0.1:{port}", token_env="GW_NONE", timeout=2)
+    os.environ.setdefault("GW_NONE", "x")
+    with gw.open_session(tmp_path, options, writes=True) as s, pytest.raises(gw.GatewayUnavailable) as info:
+        s.call("groups.create", {})
+    assert info.value.outcome == "transient"  # never connected: nothing was sent
+
+
+def test_ws_url_forms():
+    assert gw.ws_url("http://127.0.0.1:9119") == "ws://127.0.0.1:9119/api/ws"
+    assert gw.ws_url("https://gw.example:443/") == "wss://gw.example:443/api/ws"
+    assert gw.ws_url("ws://127.0.0.1:1/custom") == "ws://127.0.0.1:1/custom"
+    with pytest.raises(gw.GatewayIncompatible):
+        gw.ws_url("ftp://x")
