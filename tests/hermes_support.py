@@ -86,14 +86,20 @@ class HermesCLI:
         return self._exec(argv, check=check, input=input, timeout=timeout)
 
     def python(
-        self, code: str, *, profile: str | None = None, check: bool = True, timeout: float = 120
+        self,
+        code: str,
+        *,
+        profile: str | None = None,
+        check: bool = True,
+        timeout: float = 120,
+        input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run a snippet in the Hermes venv, e.g. to read `SessionDB` directly.
 
         Same environment as `run`; with `profile`, HERMES_HOME points at that profile, as `-p` does.
         """
         argv = [str(self.python_bin), "-c", code]
-        return self._exec(argv, check=check, input=None, timeout=timeout, env=self.env(profile))
+        return self._exec(argv, check=check, input=input, timeout=timeout, env=self.env(profile))
 
     def _exec(
         self,

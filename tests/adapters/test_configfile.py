@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,54 +11,7 @@ import pytest
 from controller.adapters.configfile import ConfigDoc
 from controller.adapters.hermes_defaults import effective_value
 from controller.errors import HermesStateError
-
-# --- a small private runner for the real hermes 0.19 CLI --------------------------------------
-
-_DEFAULT_BIN = Path.home() / ".cache/hermes-fleet/hermes-agent-0.19.0/bin/hermes"
-
-
-class _Hermes:
-    def __init__(self, binary: Path, tmp: Path) -> None:
-        self.binary = binary
-        self.root = tmp / "root"
-        self.home = tmp / "home"
-        self.root.mkdir()
-        self.home.mkdir()
-
-    def env(self, hermes_home: Path) -> dict[str, str]:
-        # Nothing of the real user's Hermes state, and no proxy (these tests run offline).
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("HERMES_") and "proxy" not in k.lower()}
-        env.update(HOME=str(self.home), HERMES_HOME=str(hermes_home), NO_COLOR="1", TERM="dumb")
-        return env
-
-    def run(self, *args: str, profile: str | None = None) -> subprocess.CompletedProcess[str]:
-        argv = [str(self.binary), *(["-p", profile] if profile else []), *args]
-        proc = subprocess.run(argv, env=self.env(self.root), cwd=self.home, capture_output=True,
-                              text=True, timeout=120, input="")
-        assert proc.returncode == 0, f"{argv} rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-        return proc
-
-    def python(self, code: str, hermes_home: Path, stdin: str = "") -> str:
-        proc = subprocess.run([str(self.binary.parent / "python"), "-c", code], env=self.env(hermes_home),
-                              cwd=self.home, capture_output=True, text=True, timeout=120, input=stdin)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
-
-    def create_profile(self, name: str) -> Path:
-        self.run("profile", "create", name, "--no-alias")
-        return self.root / "profiles" / name
-
-
-@pytest.fixture
-def real_hermes(tmp_path: Path) -> _Hermes:
-    binary = Path(os.environ.get("HERMES_FLEET_HERMES_BIN") or _DEFAULT_BIN)
-    if not binary.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"hermes binary not found at {binary}")
-        pytest.skip(f"hermes binary not found at {binary}")
-    return _Hermes(binary, tmp_path)
-
+from tests.adapters.conftest import RealHermes
 
 SAMPLE = """\
 # Hermes config, edited by hand
@@ -230,7 +181,7 @@ def _write_managed(profile: Path) -> None:
 
 
 @pytest.mark.hermes
-def test_hermes_config_set_keeps_our_keys(real_hermes: _Hermes):
+def test_hermes_config_set_keeps_our_keys(real_hermes: RealHermes):
     profile = real_hermes.create_profile("cfgbot")
     _write_managed(profile)
     real_hermes.run("config", "set", "some.unmanaged.key", "x", profile="cfgbot")
@@ -241,7 +192,7 @@ def test_hermes_config_set_keeps_our_keys(real_hermes: _Hermes):
 
 
 @pytest.mark.hermes
-def test_hermes_save_config_does_not_change_effective_values(real_hermes: _Hermes):
+def test_hermes_save_config_does_not_change_effective_values(real_hermes: RealHermes):
     profile = real_hermes.create_profile("savebot")
     _write_managed(profile)
     # `plugins enable` goes through save_config(): drops defaults, adds _config_version.
@@ -254,7 +205,7 @@ def test_hermes_save_config_does_not_change_effective_values(real_hermes: _Herme
 
 
 @pytest.mark.hermes
-def test_hermes_reads_our_values(real_hermes: _Hermes):
+def test_hermes_reads_our_values(real_hermes: RealHermes):
     profile = real_hermes.create_profile("readbot")
     _write_managed(profile)
     doc = ConfigDoc.load(profile / "config.yaml")

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,54 +11,7 @@ import pytest
 from controller.adapters import envfile
 from controller.adapters.envfile import PROFILE_ENV_HEADER, EnvFile, read_env, write_env
 from controller.errors import HermesStateError
-
-# --- a small private runner for the real hermes 0.19 CLI --------------------------------------
-
-_DEFAULT_BIN = Path.home() / ".cache/hermes-fleet/hermes-agent-0.19.0/bin/hermes"
-
-
-class _Hermes:
-    def __init__(self, binary: Path, tmp: Path) -> None:
-        self.binary = binary
-        self.root = tmp / "root"
-        self.home = tmp / "home"
-        self.root.mkdir()
-        self.home.mkdir()
-
-    def env(self, hermes_home: Path) -> dict[str, str]:
-        # Nothing of the real user's Hermes state, and no proxy (these tests run offline).
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("HERMES_") and "proxy" not in k.lower()}
-        env.update(HOME=str(self.home), HERMES_HOME=str(hermes_home), NO_COLOR="1", TERM="dumb")
-        return env
-
-    def run(self, *args: str, profile: str | None = None) -> subprocess.CompletedProcess[str]:
-        argv = [str(self.binary), *(["-p", profile] if profile else []), *args]
-        proc = subprocess.run(argv, env=self.env(self.root), cwd=self.home, capture_output=True,
-                              text=True, timeout=120, input="")
-        assert proc.returncode == 0, f"{argv} rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-        return proc
-
-    def python(self, code: str, hermes_home: Path, stdin: str = "") -> str:
-        proc = subprocess.run([str(self.binary.parent / "python"), "-c", code], env=self.env(hermes_home),
-                              cwd=self.home, capture_output=True, text=True, timeout=120, input=stdin)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
-
-    def create_profile(self, name: str) -> Path:
-        self.run("profile", "create", name, "--no-alias")
-        return self.root / "profiles" / name
-
-
-@pytest.fixture
-def real_hermes(tmp_path: Path) -> _Hermes:
-    binary = Path(os.environ.get("HERMES_FLEET_HERMES_BIN") or _DEFAULT_BIN)
-    if not binary.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"hermes binary not found at {binary}")
-        pytest.skip(f"hermes binary not found at {binary}")
-    return _Hermes(binary, tmp_path)
-
+from tests.adapters.conftest import RealHermes
 
 # Values that exercise every quoting rule of save_env_value and python-dotenv's parser.
 TRICKY = {
@@ -230,13 +181,13 @@ def test_non_utf8_file_is_a_state_error(tmp_path: Path):
 
 
 @pytest.mark.hermes
-def test_profile_create_writes_our_header(real_hermes: _Hermes):
+def test_profile_create_writes_our_header(real_hermes: RealHermes):
     profile = real_hermes.create_profile("hdr")
     assert (profile / ".env").read_text() == PROFILE_ENV_HEADER
 
 
 @pytest.mark.hermes
-def test_lines_equal_save_env_value_output(real_hermes: _Hermes, tmp_path: Path):
+def test_lines_equal_save_env_value_output(real_hermes: RealHermes, tmp_path: Path):
     """Hermes' own save_env_value writes, into a fresh .env, exactly the bytes our writer writes.
 
     Non-ASCII values are left out: save_env_value strips non-ASCII from every value it writes,
@@ -261,7 +212,7 @@ def test_lines_equal_save_env_value_output(real_hermes: _Hermes, tmp_path: Path)
 
 
 @pytest.mark.hermes
-def test_hermes_loads_our_file_unchanged_and_reads_every_value(real_hermes: _Hermes):
+def test_hermes_loads_our_file_unchanged_and_reads_every_value(real_hermes: RealHermes):
     profile = real_hermes.create_profile("envbot")
     env = read_env(profile / ".env")
     for key, value in TRICKY.items():
@@ -291,7 +242,7 @@ def test_hermes_loads_our_file_unchanged_and_reads_every_value(real_hermes: _Her
 
 
 @pytest.mark.hermes
-def test_get_agrees_with_python_dotenv_on_hand_written_lines(real_hermes: _Hermes, tmp_path: Path):
+def test_get_agrees_with_python_dotenv_on_hand_written_lines(real_hermes: RealHermes, tmp_path: Path):
     text = (
         ROUND_TRIP
         + "\nQ1='a\\'b'\nQ2=\"tab\\there\\u0041\"\nQ3=bare # comment\nQ4 =  x  \n"
@@ -312,7 +263,7 @@ def test_get_agrees_with_python_dotenv_on_hand_written_lines(real_hermes: _Herme
 
 
 @pytest.mark.hermes
-def test_embedded_key_guard_covers_every_known_hermes_key(real_hermes: _Hermes, tmp_path: Path):
+def test_embedded_key_guard_covers_every_known_hermes_key(real_hermes: RealHermes, tmp_path: Path):
     code = (
         "import json\n"
         "from hermes_cli.config import OPTIONAL_ENV_VARS, _EXTRA_ENV_KEYS\n"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,53 +10,7 @@ import pytest
 from controller.adapters import hermes_defaults
 from controller.adapters.configfile import ConfigDoc
 from controller.adapters.hermes_defaults import effective_value
-
-# --- a small private runner for the real hermes 0.19 CLI --------------------------------------
-
-_DEFAULT_BIN = Path.home() / ".cache/hermes-fleet/hermes-agent-0.19.0/bin/hermes"
-
-
-class _Hermes:
-    def __init__(self, binary: Path, tmp: Path) -> None:
-        self.binary = binary
-        self.root = tmp / "root"
-        self.home = tmp / "home"
-        self.root.mkdir()
-        self.home.mkdir()
-
-    def env(self, hermes_home: Path) -> dict[str, str]:
-        # Nothing of the real user's Hermes state, and no proxy (these tests run offline).
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("HERMES_") and "proxy" not in k.lower()}
-        env.update(HOME=str(self.home), HERMES_HOME=str(hermes_home), NO_COLOR="1", TERM="dumb")
-        return env
-
-    def run(self, *args: str, profile: str | None = None) -> subprocess.CompletedProcess[str]:
-        argv = [str(self.binary), *(["-p", profile] if profile else []), *args]
-        proc = subprocess.run(argv, env=self.env(self.root), cwd=self.home, capture_output=True,
-                              text=True, timeout=120, input="")
-        assert proc.returncode == 0, f"{argv} rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-        return proc
-
-    def python(self, code: str, hermes_home: Path, stdin: str = "") -> str:
-        proc = subprocess.run([str(self.binary.parent / "python"), "-c", code], env=self.env(hermes_home),
-                              cwd=self.home, capture_output=True, text=True, timeout=120, input=stdin)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
-
-    def create_profile(self, name: str) -> Path:
-        self.run("profile", "create", name, "--no-alias")
-        return self.root / "profiles" / name
-
-
-@pytest.fixture
-def real_hermes(tmp_path: Path) -> _Hermes:
-    binary = Path(os.environ.get("HERMES_FLEET_HERMES_BIN") or _DEFAULT_BIN)
-    if not binary.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"hermes binary not found at {binary}")
-        pytest.skip(f"hermes binary not found at {binary}")
-    return _Hermes(binary, tmp_path)
+from tests.adapters.conftest import RealHermes
 
 
 def test_effective_value_prefers_the_live_value():
@@ -99,7 +51,7 @@ def _dig(tree: dict, dotted: str) -> tuple[bool, object]:
 
 
 @pytest.mark.hermes
-def test_defaults_equal_the_real_0_19_default_config(real_hermes: _Hermes, tmp_path: Path):
+def test_defaults_equal_the_real_0_19_default_config(real_hermes: RealHermes, tmp_path: Path):
     real = json.loads(real_hermes.python(_DUMP_DEFAULTS, tmp_path))
     assert real["_config_version"] == 33
     for key, value in hermes_defaults.HERMES_0_19_DEFAULTS.items():

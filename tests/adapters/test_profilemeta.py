@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,54 +10,7 @@ import pytest
 from controller.adapters import fsio
 from controller.adapters.profilemeta import ProfileMeta
 from controller.errors import ConflictError, HermesStateError
-
-# --- a small private runner for the real hermes 0.19 CLI --------------------------------------
-
-_DEFAULT_BIN = Path.home() / ".cache/hermes-fleet/hermes-agent-0.19.0/bin/hermes"
-
-
-class _Hermes:
-    def __init__(self, binary: Path, tmp: Path) -> None:
-        self.binary = binary
-        self.root = tmp / "root"
-        self.home = tmp / "home"
-        self.root.mkdir()
-        self.home.mkdir()
-
-    def env(self, hermes_home: Path) -> dict[str, str]:
-        # Nothing of the real user's Hermes state, and no proxy (these tests run offline).
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("HERMES_") and "proxy" not in k.lower()}
-        env.update(HOME=str(self.home), HERMES_HOME=str(hermes_home), NO_COLOR="1", TERM="dumb")
-        return env
-
-    def run(self, *args: str, profile: str | None = None) -> subprocess.CompletedProcess[str]:
-        argv = [str(self.binary), *(["-p", profile] if profile else []), *args]
-        proc = subprocess.run(argv, env=self.env(self.root), cwd=self.home, capture_output=True,
-                              text=True, timeout=120, input="")
-        assert proc.returncode == 0, f"{argv} rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-        return proc
-
-    def python(self, code: str, hermes_home: Path, stdin: str = "") -> str:
-        proc = subprocess.run([str(self.binary.parent / "python"), "-c", code], env=self.env(hermes_home),
-                              cwd=self.home, capture_output=True, text=True, timeout=120, input=stdin)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
-
-    def create_profile(self, name: str) -> Path:
-        self.run("profile", "create", name, "--no-alias")
-        return self.root / "profiles" / name
-
-
-@pytest.fixture
-def real_hermes(tmp_path: Path) -> _Hermes:
-    binary = Path(os.environ.get("HERMES_FLEET_HERMES_BIN") or _DEFAULT_BIN)
-    if not binary.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"hermes binary not found at {binary}")
-        pytest.skip(f"hermes binary not found at {binary}")
-    return _Hermes(binary, tmp_path)
-
+from tests.adapters.conftest import RealHermes
 
 EXISTING = """\
 description: Research bot
@@ -203,7 +154,7 @@ _READ_META = (
 
 
 @pytest.mark.hermes
-def test_hermes_writer_keeps_our_ui_meta(real_hermes: _Hermes):
+def test_hermes_writer_keeps_our_ui_meta(real_hermes: RealHermes):
     real_hermes.run("profile", "create", "metabot", "--no-alias", "--description", "Created by hermes")
     profile = real_hermes.root / "profiles" / "metabot"
     meta = ProfileMeta.load(profile / "profile.yaml")
@@ -221,7 +172,7 @@ def test_hermes_writer_keeps_our_ui_meta(real_hermes: _Hermes):
 
 
 @pytest.mark.hermes
-def test_hermes_reads_our_description(real_hermes: _Hermes):
+def test_hermes_reads_our_description(real_hermes: RealHermes):
     profile = real_hermes.create_profile("descbot")
     meta = ProfileMeta.load(profile / "profile.yaml")
     meta.description = "Answers: questions # with a colon and hash"
