@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import io
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,9 @@ def _pyyaml_table() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
         firsts: list[Any] = list(first) + ([""] if name == "null" else [])
         for char in firsts:
             table.setdefault(char, []).append((f"tag:yaml.org,2002:{name}", compiled))
+    # VersionedResolver.resolve() does `resolvers += table.get(None, [])` on the list it looked
+    # up: with no None entry that adds nothing, so the table can be shared, never copied.
+    assert None not in table
     return table
 
 
@@ -87,8 +91,8 @@ class _PyYamlResolver(VersionedResolver):
 
     @property
     def versioned_resolver(self) -> Any:
-        # resolve() extends the looked-up list in place, so hand out copies.
-        return {char: list(entries) for char, entries in self._table.items()}
+        # Called three times per plain scalar: hand out the shared table (see _pyyaml_table).
+        return self._table
 
 
 class _Representer(RoundTripRepresenter):
@@ -208,16 +212,121 @@ def _to_node(value: Any) -> Any:
     return value
 
 
-class ConfigDoc:
-    """One config.yaml, loaded round-trip. `get`/`set`/`delete` take dotted keys (`a.b.c`)."""
+# --- a fast read path ---------------------------------------------------------------------------
+# Most documents are only read (a plan reads two per bot and writes none). ruamel's round-trip
+# parser is pure Python (~1 ms for a 13-line profile.yaml); its C parser, with the same resolver,
+# is ~8x faster but keeps no comments or styles. So a document is first read through the C parser
+# into plain values, and the round-trip tree is built only when a key is set or deleted. The fast
+# result is used only where it cannot differ from `to_plain(round-trip load)`. Everything else
+# goes to the round-trip parser, which then decides, and words any error, exactly as before:
+# a text the C path fails on; a value that is not a plain scalar, map or list (timestamps); and
+# any text with a tag (`!`: the C composer reads `!!str 5` as 5), an anchor, a merge key, a
+# directive, a block scalar (`|`, `>`), or a character other than \n that YAML may treat as a
+# line break, tab or BOM, or refuses. The two parsers disagree on edge cases of each of those
+# (found by differential fuzzing: docs/performance.md).
+_FAST_PATH_SKIP = re.compile("[!&%|>\t\r\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]|<<")
+_PLAIN_SCALARS = (str, int, float, bool, type(None))
 
-    def __init__(self, data: CommentedMap, *, text: str, exists: bool, source: str) -> None:
-        self._data = data
+
+_LOCAL = threading.local()  # one C loader per thread (watch mode runs threads)
+
+
+def _new_c_loader() -> YAML | None:
+    try:
+        from ruamel.yaml.cyaml import CParser
+    except ImportError:  # no ruamel.yaml.clib (PyPy): round-trip only
+        return None
+    yaml = YAML(typ="safe")
+    yaml.Resolver = _PyYamlResolver
+    return yaml if yaml.Parser is CParser else None
+
+
+def _c_loader() -> YAML | None:
+    if not hasattr(_LOCAL, "loader"):
+        _LOCAL.loader = _new_c_loader()
+    return _LOCAL.loader
+
+
+def _is_plain(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, _PLAIN_SCALARS) and _is_plain(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_is_plain(v) for v in value)
+    return isinstance(value, _PLAIN_SCALARS)
+
+
+def _fast_plain(text: str) -> dict[str, Any] | None:
+    """The document as plain values via the C parser, or None when only round-trip may decide."""
+    loader = _c_loader()
+    if loader is None or _FAST_PATH_SKIP.search(text):
+        return None
+    try:
+        data = loader.load(text)
+    except Exception:  # any doubt: the round-trip parser decides, and words the error
+        return None
+    if data is None:
+        return {}
+    return data if type(data) is dict and _is_plain(data) else None
+
+
+def _round_trip_load(text: str, source: str) -> CommentedMap:
+    try:
+        data = _make_yaml().load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        problem = exc.problem or exc.context or "invalid YAML"
+        # ruamel quotes both values of a duplicate key; they may be secrets, so cut them off.
+        problem = problem.split(" with value ", 1)[0]
+        raise HermesStateError(
+            f"{where}: {problem}", path=source, hint=unparseable_hint(source)
+        ) from exc
+    except YAMLError as exc:
+        raise HermesStateError(f"{source}: {exc}", path=source, hint=unparseable_hint(source)) from exc
+    if data is None:
+        data = CommentedMap()
+    if not isinstance(data, CommentedMap):
+        raise HermesStateError(
+            f"{source}: the top level is a {type(data).__name__}, not a mapping",
+            path=source,
+            hint=unparseable_hint(source),
+        )
+    return data
+
+
+class ConfigDoc:
+    """One config.yaml, loaded round-trip. `get`/`set`/`delete` take dotted keys (`a.b.c`).
+
+    Reads use plain values from the fast path when it applies; the round-trip tree (`_data`) is
+    built on first need, i.e. when a key is set or deleted (see `_fast_plain`).
+    """
+
+    def __init__(self, data: CommentedMap | None, *, text: str, exists: bool, source: str,
+                 plain: dict[str, Any] | None = None) -> None:
+        self._tree = data
+        self._plain = plain if data is None else None
         self._text = text
         self._changed = False
-        self._yaml = _make_yaml(_guess_indent(text) if text else _HERMES_INDENT)
+        self._dumper: YAML | None = None
         self.exists = exists
         self.source = source
+
+    @property
+    def _data(self) -> CommentedMap:
+        if self._tree is None:
+            self._tree = _round_trip_load(self._text, self.source)
+            self._plain = None
+        return self._tree
+
+    @property
+    def _read_view(self) -> dict[str, Any]:
+        return self._plain if self._plain is not None else self._data
+
+    @property
+    def _yaml(self) -> YAML:
+        if self._dumper is None:
+            self._dumper = _make_yaml(_guess_indent(self._text) if self._text else _HERMES_INDENT)
+        return self._dumper
 
     @classmethod
     def load(cls, path: Path | str) -> ConfigDoc:
@@ -234,42 +343,24 @@ class ConfigDoc:
 
     @classmethod
     def parse(cls, text: str, *, source: str = "<config.yaml>", exists: bool = True) -> ConfigDoc:
-        try:
-            data = _make_yaml().load(text)
-        except MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-            problem = exc.problem or exc.context or "invalid YAML"
-            # ruamel quotes both values of a duplicate key; they may be secrets, so cut them off.
-            problem = problem.split(" with value ", 1)[0]
-            raise HermesStateError(
-                f"{where}: {problem}", path=source, hint=unparseable_hint(source)
-            ) from exc
-        except YAMLError as exc:
-            raise HermesStateError(f"{source}: {exc}", path=source, hint=unparseable_hint(source)) from exc
-        if data is None:
-            data = CommentedMap()
-        if not isinstance(data, CommentedMap):
-            raise HermesStateError(
-                f"{source}: the top level is a {type(data).__name__}, not a mapping",
-                path=source,
-                hint=unparseable_hint(source),
-            )
-        return cls(data, text=text, exists=exists, source=source)
+        plain = _fast_plain(text)
+        if plain is not None:
+            return cls(None, text=text, exists=exists, source=source, plain=plain)
+        return cls(_round_trip_load(text, source), text=text, exists=exists, source=source)
 
     @property
     def changed(self) -> bool:
         return self._changed
 
     def as_dict(self) -> dict[str, Any]:
-        return to_plain(self._data)
+        return to_plain(self._read_view)
 
     def get(self, dotted: str) -> tuple[bool, Any]:
         """(present?, plain value) of a dotted key; a non-map on the way counts as absent."""
         return self.get_in(split_dotted(dotted))
 
     def get_in(self, parts: Sequence[str]) -> tuple[bool, Any]:
-        node: Any = self._data
+        node: Any = self._read_view
         for part in parts:
             if not isinstance(node, dict) or part not in node:
                 return False, None
