@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (REPO, best_of, bot_name, hermes_bin, hermes_env, quiet_cli,  # noqa: E402
-                    scratch, timed, write_fleet)
+from common import REPO, best_of, bot_name, hermes_bin, hermes_env, quiet_cli, scratch, timed, write_fleet
 
 LOOP_GOAL = 50.0  # shell loop / apply, at least
 LIST_GOAL = 1.0  # no-op plan / `hermes profile list`, at most
