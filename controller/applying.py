@@ -59,6 +59,8 @@ def apply_plan(root: Path, plan: planning.Plan, inputs: planning.Inputs,
     room_changes: list[ObjectChange] = []
     failed_bots: set[str] = set()
     for change in plan.changes:
+        if change.action is Action.NOOP:
+            _refresh_record(root, change, inputs)
         if change.action not in planning.WRITING_ACTIONS:
             continue
         if should_stop is not None and should_stop():
@@ -113,6 +115,16 @@ def _apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: pla
     by_title = {r.name: r for r in (desired_bot.routines if desired_bot else ())}
     now = routines.now_in(inputs.timezones.get(bot))
     path = profile_dir(root, bot)
+    # Write-ahead: the new jobs' ids go into the inventory before the cron store, so a crash in
+    # between leaves a job this fleet recognises (not a same-named stranger that needs --adopt).
+    # An entry whose job is missing is re-created by the next apply (its `applied` is empty).
+    prepared = {c.name.split("/", 1)[1]: routines.new_job(bot, by_title[c.name.split("/", 1)[1]], now)
+                for c in batch if c.action is Action.CREATE}
+    if prepared:
+        for title, job in prepared.items():
+            pending = inputs.inventory.objects.setdefault(planning.routine_key(bot, title), {})
+            pending.update(job_id=job["id"], applied=pending.get("applied") or {})
+        inv.save(root, inputs.inventory)
     created: dict[str, str] = {}
 
     def mutate(jobs: list[dict[str, Any]]) -> bool:
@@ -125,7 +137,7 @@ def _apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: pla
                 jobs[:] = [j for j in jobs if str(j.get("id")) != change.ref]
                 changed = changed or len(jobs) != before
             elif change.action is Action.CREATE:
-                job = routines.new_job(bot, by_title[title], now)
+                job = prepared[title]
                 jobs.append(job)
                 created[title] = job["id"]
                 changed = True
@@ -156,6 +168,40 @@ def _apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: pla
         entry["job_id"] = created.get(title) or change.ref
         entry["applied"] = routines.desired_fields(bot, routine)
         entry["updated_at"] = inv.now_iso()
+
+
+def _refresh_record(root: Path, change: ObjectChange, inputs: planning.Inputs) -> None:
+    """A no-op object already holds the desired values: make its inventory record say so.
+
+    After a crash between the files and the inventory write, the files are new and the record is
+    old (or missing); without this, status would report drift and three-way diffs would misjudge.
+    """
+    from controller import routines
+
+    inventory = inputs.inventory
+    if change.kind == "install" and inventory.owns(inv.INSTALL_KEY):
+        desired = planning.install_fields(inputs.state, inputs.env_values.get("", {}))
+        key, secret_keys = inv.INSTALL_KEY, inputs.secret_keys.get("", set())
+    elif change.kind == "bot" and change.name in inputs.state.bots and (
+            inventory.owns(inv.bot_key(change.name))
+            or (inv.read_marker(root, change.name) or {}).get("fleet") == inputs.state.fleet):
+        bot = inputs.state.bots[change.name]
+        desired = planning.desired_fields(bot, inputs.env_values.get(change.name, {}), inputs.avatars.get(change.name))
+        key, secret_keys = inv.bot_key(change.name), inputs.secret_keys.get(change.name, set())
+    elif change.kind == "routine" and change.ref:
+        bot_name, _, title = change.name.partition("/")
+        entry = inventory.objects.get(planning.routine_key(bot_name, title))
+        bot = inputs.state.bots.get(bot_name)
+        routine = next((r for r in (bot.routines if bot else ()) if r.name == title), None)
+        if entry is not None and routine is not None:
+            fields = routines.desired_fields(bot_name, routine)
+            if entry.get("applied") != fields or entry.get("job_id") != change.ref:
+                entry.update(job_id=change.ref, applied=fields, updated_at=inv.now_iso())
+        return
+    else:
+        return
+    if applied_record(desired, secret_keys, inventory) != inventory.applied(key):
+        _record(inventory, key, desired, secret_keys, "updated")
 
 
 def _cause(exc: BaseException) -> str:
@@ -199,12 +245,16 @@ def _apply_one(root: Path, change: ObjectChange, inputs: planning.Inputs) -> Non
     _record(inventory, inv.bot_key(name), desired, inputs.secret_keys.get(name, set()), verb)
 
 
-def _record(inventory: inv.Inventory, key: str, desired: dict[str, Any], secret_keys: set[str], verb: str) -> None:
-    applied = {
+def applied_record(desired: dict[str, Any], secret_keys: set[str], inventory: inv.Inventory) -> dict[str, Any]:
+    return {
         name: planning.comparable(name, value, secret=name.startswith("env:") and name[4:] in secret_keys,
                                   inventory=inventory)
         for name, value in desired.items()
     }
+
+
+def _record(inventory: inv.Inventory, key: str, desired: dict[str, Any], secret_keys: set[str], verb: str) -> None:
+    applied = applied_record(desired, secret_keys, inventory)
     entry = inventory.objects.setdefault(key, {})
     entry["applied"] = applied
     entry.setdefault(f"{verb}_at", inv.now_iso())

@@ -88,9 +88,14 @@ def load(root: Path, fleet: str) -> Inventory:
 
 def save(root: Path, inventory: Inventory) -> None:
     folder = inventory_dir(root)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     text = json.dumps(inventory.to_json(), indent=1, sort_keys=True, default=str) + "\n"
-    fsio.atomic_write_text(inventory_path(root, inventory.fleet), text, mode=0o600)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fsio.atomic_write_text(inventory_path(root, inventory.fleet), text, mode=0o600)
+    except OSError as exc:  # e.g. a full disk: a clear error, not a traceback; the old inventory stays
+        raise HermesStateError(f"cannot write the inventory {inventory_path(root, inventory.fleet)}: {exc.strerror or exc}",
+                               path=str(inventory_path(root, inventory.fleet)),
+                               hint="free space or fix permissions, then apply again (what was applied is kept)") from exc
     inventory.exists = True
 
 

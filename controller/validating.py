@@ -475,8 +475,14 @@ class _Checks:
                               "name another profile", "reference")
 
     def check_settings(self, item: Declared, settings: Bot | BotDefaults, prefix: tuple[object, ...]) -> None:
+        from controller.adapters.envfile import ENV_NAME_DENYLIST
+
         for key, value in (settings.env or {}).items():
-            if naming.is_secret_key(key) and not isinstance(value, SecretRef):
+            if key in ENV_NAME_DENYLIST:  # refused at write time too: refuse before anything is written
+                self.report.error(item.at(*prefix, "env", key), f"{key} may not be set in a Hermes .env "
+                                  "(Hermes refuses it too: it steers the loader, shell or Hermes itself)",
+                                  "remove it from env", "invalid_value")
+            elif naming.is_secret_key(key) and not isinstance(value, SecretRef):
                 self.report.error(item.at(*prefix, "env", key), f"{key} looks like a secret but has a literal value",
                                   f"write '{key}: {{from_env: {key}}}' (or from_file) and keep the value out of git",
                                   "secret_literal")
