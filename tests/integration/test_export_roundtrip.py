@@ -82,7 +82,7 @@ def _env_from_original(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The export names secrets after their .env keys; a user exports them before applying."""
     for env_file in [home / ".env", *home.glob("profiles/*/.env")]:
         env = envfile.read_env(env_file)
-        for key in env.keys():
+        for key in env.keys():  # noqa: SIM118 - EnvFile is not a dict
             monkeypatch.setenv(key, env.get(key) or "")
 
 
