@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,7 +94,7 @@ class GitSource:
     def _env(self) -> dict[str, str]:
         env = {"GIT_TERMINAL_PROMPT": "0"}  # a password prompt would hang a headless reconciler
         if self.ssh_key:
-            env["GIT_SSH_COMMAND"] = f"ssh -i {self.ssh_key} -o IdentitiesOnly=yes -o BatchMode=yes"
+            env["GIT_SSH_COMMAND"] = f"ssh -i {shlex.quote(self.ssh_key)} -o IdentitiesOnly=yes -o BatchMode=yes"
         return env
 
     def _repo(self):  # type: ignore[no-untyped-def]
@@ -117,8 +118,11 @@ class GitSource:
             repo.git.checkout("--force", "--detach", commit)
             repo.git.clean("-ffdx")
         except git.GitCommandError as exc:
-            detail = (exc.stderr or str(exc)).strip().splitlines()
-            raise SourceError(f"git {self.url} ({self.ref}): {detail[-1] if detail else exc}",
+            lines = [ln.strip().strip("'").strip() for ln in (exc.stderr or str(exc)).splitlines()]
+            lines = [ln for ln in lines if ln]
+            fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]  # git's own reason
+            detail = fatal[0] if fatal else (lines[-1] if lines else str(exc))
+            raise SourceError(f"git {self.url} ({self.ref}): {detail}",
                               hint="check the URL, the ref and the credentials; the last good revision stays "
                               "applied") from None
         folder = self.checkout / self.subpath

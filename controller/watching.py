@@ -78,7 +78,8 @@ class Log:
     def __init__(self, fmt: str = "text", stream: Any = None) -> None:
         self.fmt = fmt
         self.stream = stream or sys.stdout
-        self.lock = threading.Lock()
+        # Re-entrant: the SIGTERM handler logs from the main thread, possibly while it is inside event().
+        self.lock = threading.RLock()
 
     def event(self, name: str, **fields: Any) -> None:
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -169,7 +170,11 @@ class Reconciler:
             return Run(now, trigger, "source-error" if exc.transient else "stalled", message=str(exc))
         if snap.revision == self.stalled_revision:
             return Run(now, trigger, "stalled", snap.revision, message="still waiting for the source to change")
-        result = cli.load_paths(snap.paths, recursive=snap.recursive, fleet=self.options.fleet)
+        try:
+            result = cli.load_paths(snap.paths, recursive=snap.recursive, fleet=self.options.fleet)
+        except ControllerError as exc:  # e.g. the folder no longer holds any manifest: stall, do not crash
+            self.stalled_revision = snap.revision
+            return Run(now, trigger, "stalled", snap.revision, message=f"cannot read the manifests: {exc}")
         if result.errors or result.state is None:
             self.stalled_revision = snap.revision
             first = "; ".join(d.render() for d in result.errors[:3]) or "no manifest documents"
@@ -380,7 +385,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             reconciler.write_status()
             return _once_exit(run)
         _install_signals(reconciler, log)
-        server = _start_health(args.health_port, reconciler, log) if args.health_port else None
+        server = _start_health(args.health_port, reconciler, log) if args.health_port is not None else None
         log.event("started", home=str(root), source=getattr(source, "url", None) or " ".join(args.files or []),
                   mode="self-heal" if options.self_heal else "report", interval=options.interval)
         try:
