@@ -154,11 +154,18 @@ def count_spawns(fn) -> int:
 
 
 def peak_rss_mb(fleet: Path, home: Path) -> float:
-    """ru_maxrss of a fresh interpreter that runs one plan (KiB on Linux)."""
+    """Peak RSS of a fresh interpreter that runs one plan.
+
+    Linux keeps ru_maxrss across fork + exec, so after the in-process 1,000-bot apply it would
+    report this (big) parent's peak: the child reads its own VmHWM (KiB) when /proc has it, and
+    falls back to resource.getrusage(RUSAGE_SELF).ru_maxrss (KiB on Linux).
+    """
     code = (
         "import resource, sys; sys.path.insert(0, sys.argv[1]); import common; "
         "common.quiet_cli(sys.argv[2:]); "
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')] "
+        "if sys.platform == 'linux' else []; "
+        "print(hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
     out = subprocess.run([sys.executable, "-c", code, str(REPO / "bench"), *plan_argv(fleet, home)],
                          check=True, capture_output=True, text=True, cwd=REPO).stdout
