@@ -249,7 +249,7 @@ def _lock_is_free(path: Path) -> bool:
         os.close(fd)
 
 
-BIG = 60  # about 70 ms per new profile on this class of disk: a few seconds of apply to land in
+BIG = 100  # 20-70 ms per new profile here: seconds of apply for the signal to land in
 
 
 def test_sigterm_mid_apply_leaves_a_consistent_home(spawn, manifests: Path, home: Path) -> None:
@@ -281,7 +281,7 @@ def test_sigterm_mid_apply_leaves_a_consistent_home(spawn, manifests: Path, home
 
     finish = apply(fleet, home)
     assert finish.code == 0, finish.text
-    assert f"{BIG - len(created)} object(s) changed" in finish.out or "changed" in finish.out
+    assert f"Apply complete: {BIG - len(created)} object(s) changed." in finish.out, finish.out[-500:]
     assert_converged(fleet, home)
     assert all(title(home, f"bot{i:03d}") == f"Bot {i}" for i in range(BIG))
 
