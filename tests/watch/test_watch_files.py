@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from tests.integration.helpers import snapshot
-from tests.watch.harness import http_get, title, write_fleet
+from tests.watch.harness import http_get, read_status, title, write_fleet
 
 
 def _without_status(tree: dict[str, tuple[object, ...]]) -> dict[str, tuple[object, ...]]:
@@ -113,6 +113,8 @@ def test_a_hand_edit_is_reported_as_drift_and_not_corrected(spawn, manifests: Pa
     assert run["result"] == "drift" and run["drift"] == ["bot/alpha"] and run["changed"] == 0
     watch.wait_for("reconciled", trigger="interval", result="drift")  # reported again, still not corrected
     assert "hand-edited" in config.read_text()
+    status = read_status(home, lambda s: s["last_result"] == "drift")
+    assert status["drift"] == ["bot/alpha"] and "reported, not corrected" in status["message"]
     assert watch.stop() == 0
 
 
