@@ -380,6 +380,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     with reconciler_lock(root):
         reconciler = Reconciler(root, source, options, log)
+        _resume(reconciler, read_status(root))
         if args.once:
             run = reconciler.reconcile("once")
             reconciler.write_status()
@@ -394,6 +395,16 @@ def cmd_watch(args: argparse.Namespace) -> int:
             if server is not None:
                 server.shutdown()
     return ExitCode.OK
+
+
+def _resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
+    """Carry the last good revision over a restart, so a force-push made meanwhile is still caught."""
+    if not previous or previous.get("source") != getattr(reconciler.source, "url", None):
+        return
+    good = previous.get("last_good_revision")
+    if isinstance(good, str) and good and isinstance(reconciler.source, GitSource):
+        reconciler.last_good_revision = good
+        reconciler.source.last_good = good
 
 
 def _once_exit(run: Run) -> int:

@@ -127,6 +127,24 @@ def test_a_force_push_is_reported_and_not_applied(spawn, remote: Remote, home: P
     assert watch.stop() == 0
 
 
+def test_a_force_push_made_while_the_reconciler_was_down_is_still_refused(spawn, remote: Remote, home: Path) -> None:
+    remote.commit([{"name": "alpha", "title": "Base"}], "base")
+    applied = remote.commit([{"name": "alpha", "title": "Applied"}], "applied")
+    remote.push()
+    first = _watch_git(spawn, remote, home)
+    first.wait_for("reconciled", trigger="start", result="applied")
+    assert first.stop() == 0
+
+    remote.commit([{"name": "alpha", "title": "Rewritten"}], "rewritten", amend=True)
+    remote.push(force=True)
+    second = _watch_git(spawn, remote, home)
+    refused = second.wait_for("reconciled", trigger="start")
+    assert refused["result"] == "stalled" and "rewritten" in refused["message"], second.transcript()
+    assert applied[:12] in refused["message"]
+    assert title(home, "alpha") == "Applied"
+    assert second.stop() == 0
+
+
 def test_allow_history_rewrite_applies_a_force_push(spawn, remote: Remote, home: Path) -> None:
     remote.commit([{"name": "alpha", "title": "Base"}], "base")
     remote.commit([{"name": "alpha", "title": "Applied"}], "applied")
