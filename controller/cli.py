@@ -179,13 +179,18 @@ def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
 
 def load(args: argparse.Namespace) -> Any:
     """Discover, parse and validate the manifests named by -f; returns a ValidationResult."""
-    return load_paths(args.files, recursive=args.recursive, fleet=getattr(args, "fleet", None))
+    home = None
+    if hasattr(args, "home"):
+        from controller.adapters.home import resolve_root
+
+        home = resolve_root(args.home)
+    return load_paths(args.files, recursive=args.recursive, fleet=getattr(args, "fleet", None), skip=home)
 
 
-def load_paths(paths: list[str], *, recursive: bool, fleet: str | None) -> Any:
+def load_paths(paths: list[str], *, recursive: bool, fleet: str | None, skip: Any = None) -> Any:
     from controller import loading, validating
 
-    files = loading.discover(paths, recursive=recursive)
+    files = loading.discover(paths, recursive=recursive, skip=skip)
     with loading.gc_paused():
         documents, problems = loading.load_files(files)
         result = validating.validate(documents, fleet=fleet, files=files)

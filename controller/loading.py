@@ -65,8 +65,12 @@ class _LoadProblem(Exception):
 # --- finding files ---------------------------------------------------------------------------
 
 
-def discover(paths: list[str], *, recursive: bool = False) -> list[str]:
-    """Expand `-f` arguments into a sorted, de-duplicated list of files ("-" is stdin)."""
+def discover(paths: list[str], *, recursive: bool = False, skip: Path | None = None) -> list[str]:
+    """Expand `-f` arguments into a sorted, de-duplicated list of files ("-" is stdin).
+
+    `skip` is the Hermes home: a recursive search never reads its files (profile.yaml,
+    config.yaml) as manifests when the home sits inside the manifests' folder.
+    """
     found: list[str] = []
     for raw in paths:
         if raw == "-":
@@ -74,7 +78,7 @@ def discover(paths: list[str], *, recursive: bool = False) -> list[str]:
             continue
         path = Path(raw)
         if path.is_dir():
-            found.extend(_files_in(path, recursive))
+            found.extend(_files_in(path, recursive, skip.resolve() if skip is not None else None))
         elif path.exists():
             found.append(str(path))
         else:
@@ -89,10 +93,11 @@ def discover(paths: list[str], *, recursive: bool = False) -> list[str]:
     return unique
 
 
-def _files_in(folder: Path, recursive: bool) -> Iterator[str]:
+def _files_in(folder: Path, recursive: bool, skip: Path | None = None) -> Iterator[str]:
     if recursive:
         for root, dirs, files in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                             and (skip is None or (Path(root) / d).resolve() != skip))
             for name in sorted(files):
                 if name.endswith(MANIFEST_SUFFIXES) and not name.startswith("."):
                     yield str(Path(root) / name)

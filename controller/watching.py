@@ -171,7 +171,7 @@ class Reconciler:
         if snap.revision == self.stalled_revision:
             return Run(now, trigger, "stalled", snap.revision, message="still waiting for the source to change")
         try:
-            result = cli.load_paths(snap.paths, recursive=snap.recursive, fleet=self.options.fleet)
+            result = cli.load_paths(snap.paths, recursive=snap.recursive, fleet=self.options.fleet, skip=self.root)
         except ControllerError as exc:  # e.g. the folder no longer holds any manifest: stall, do not crash
             self.stalled_revision = snap.revision
             return Run(now, trigger, "stalled", snap.revision, message=f"cannot read the manifests: {exc}")

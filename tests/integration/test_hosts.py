@@ -52,3 +52,16 @@ def test_a_room_member_on_another_host_must_be_a_peer_member(tmp_path):
     assert run.code == 2
     assert "member 'b' lives on host 'beta'" in run.out and "cross_host" not in run.out
     assert "'<peer>/b'" in run.out
+
+
+def test_a_home_inside_the_manifest_folder_is_never_read_as_manifests(tmp_path):
+    fleet_dir = tmp_path / "fleet"
+    fleet_dir.mkdir()
+    (fleet_dir / "fleet.yaml").write_text(
+        "apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: nested}\nspec: {bots: [{name: x, title: X}]}\n")
+    home = fleet_dir / "home"
+    first = hermes_fleet("apply", "-R", "-f", fleet_dir, "--home", home)
+    assert first.code == 0, first.text
+    assert (home / "profiles" / "x" / "profile.yaml").is_file()
+    again = hermes_fleet("plan", "-R", "-f", fleet_dir, "--home", home, "--detailed-exitcode")
+    assert again.code == 0, again.text
