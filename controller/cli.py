@@ -137,6 +137,8 @@ def setup_export(p: argparse.ArgumentParser) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("-o", "--output", metavar="FILE", help="one Fleet file (default: stdout)")
     out.add_argument("--split", metavar="DIR", help="a folder per kind, SOUL.md as soul_file, avatars as files")
+    _add_gateway_args(p)
+    p.add_argument("--no-rooms", action="store_true", help="do not ask the gateway for rooms")
 
 
 def setup_watch(p: argparse.ArgumentParser) -> None:

@@ -42,6 +42,7 @@ class Export:
     bots: list[dict[str, Any]] = field(default_factory=list)
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)  # sectionId -> section
     peers: list[dict[str, Any]] = field(default_factory=list)
+    rooms: list[dict[str, Any]] = field(default_factory=list)
     policy: dict[str, Any] = field(default_factory=dict)
     souls: dict[str, str] = field(default_factory=dict)  # bot -> SOUL.md text
     avatars: dict[str, Path] = field(default_factory=dict)  # bot -> image file in the home
@@ -51,7 +52,7 @@ class Export:
 # --- reading the home ----------------------------------------------------------------------------
 
 
-def export_home(root: Path, fleet: str, bots: list[str] | None = None) -> Export:
+def export_home(root: Path, fleet: str, bots: list[str] | None = None, *, gateway: Any = None) -> Export:
     out = Export(fleet=fleet)
     names = bots if bots else _all_bots(root)
     for name in names:
@@ -59,7 +60,37 @@ def export_home(root: Path, fleet: str, bots: list[str] | None = None) -> Export
             raise UsageError(f"profile {name!r} does not exist in {root}", hint="check --bot")
         out.bots.append(_export_bot(root, name, out))
     _export_install(root, out)
+    if gateway is not None:
+        _export_rooms(root, gateway, set(names), out)
     return out
+
+
+def _export_rooms(root: Path, options: Any, bots: set[str], out: Export) -> None:
+    """Live rooms whose local members are all exported bots (read-only: groups.list)."""
+    from controller import rooms
+
+    obs = rooms.observe(root, options)
+    if obs.error:
+        out.warnings.append(f"rooms were not exported: {obs.error}")
+        return
+    for room in sorted(obs.rooms.values(), key=lambda r: str(r.get("name"))):
+        if room.get("disbanded_at"):
+            continue
+        name = str(room.get("name") or room.get("room_id"))
+        local = sorted(rooms.local_members(room))
+        remote = rooms.peer_members(room)
+        if remote:
+            out.warnings.append(f"room {name!r}: it has members on other machines ({', '.join(remote)}); "
+                                "add them as peer/profile members by hand, after declaring the peer")
+        missing = [m for m in local if m not in bots]
+        if missing:
+            out.warnings.append(f"room {name!r} was left out: its members {missing} are not exported")
+            continue
+        entry: dict[str, Any] = {"name": name, "members": local}
+        who = rooms.live_who_answers(room)
+        if who != "everyone" and not who.startswith("("):
+            entry["who_answers"] = who
+        out.rooms.append(entry)
 
 
 def _all_bots(root: Path) -> list[str]:
@@ -360,6 +391,8 @@ def render_single(ex: Export) -> str:
     if ex.sections:
         spec["sections"] = list(ex.sections.values())
     spec["bots"] = [_bot_with_soul(b, ex, None) for b in ex.bots]
+    if ex.rooms:
+        spec["rooms"] = ex.rooms
     if ex.peers:
         spec["peers"] = ex.peers
     spec.update(ex.policy)
@@ -387,6 +420,9 @@ def write_split(ex: Export, folder: Path) -> list[Path]:
         put("sections.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Section",
                                "metadata": {"name": s["name"], **meta}, "spec": {"id": s["id"]}}
                               for s in ex.sections.values()])
+    if ex.rooms:
+        put("rooms.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Room", "metadata": {"name": r["name"], **meta},
+                            "spec": {k: v for k, v in r.items() if k != "name"}} for r in ex.rooms])
     if ex.peers:
         put("peers.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Peer",
                             "metadata": {"name": p["name"], **meta},
@@ -425,7 +461,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     fleet = args.fleet
     if naming.profile_name_problem(fleet):
         raise UsageError(f"invalid fleet name {fleet!r}", hint="use ^[a-z0-9][a-z0-9_-]{0,63}$")
-    ex = export_home(root, fleet, args.bots)
+    gateway = None
+    if not args.no_rooms:
+        from controller.adapters import gateway as gw
+
+        gateway = gw.GatewayOptions(url=args.gateway, token_env=args.gateway_token_env, timeout=args.gateway_timeout)
+    ex = export_home(root, fleet, args.bots, gateway=gateway)
     if args.split:
         written = write_split(ex, Path(args.split))
         print(f"wrote {len(written)} file(s) under {args.split}", file=sys.stderr)
