@@ -283,19 +283,49 @@ def _write_fields(path: Path, fields: tuple[FieldChange, ...], desired: dict[str
         sessions.ensure_bot_chat(path)
 
 
+def _retrying(write: Callable[[], None], target: Path) -> None:
+    """Hermes writes config.yaml and .env without a lock (`config set`, `save_env_value`): a write
+    of ours that finds the file changed since it read it starts over from a fresh read."""
+    for attempt in range(META_RETRIES):
+        try:
+            write()
+            return
+        except fsio.ChangedUnderUs:
+            if attempt == META_RETRIES - 1:
+                raise ConflictError(f"{target} kept changing while hermes-fleet was updating it",
+                                    hint="another writer is busy with it; run apply again") from None
+            time.sleep(0.05 * (attempt + 1))
+
+
+def _snapshot(target: Path) -> bytes | None:
+    try:
+        return target.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 def _write_config(target: Path, changes: list[FieldChange], desired: dict[str, Any]) -> None:
-    doc = configfile.ConfigDoc.load(target)
-    for change in changes:
-        key = change.field.partition(":")[2]
-        if change.op == "remove":
-            doc.delete(key)
-        else:
-            doc.set(key, desired[change.field])
-    if doc.changed:
-        doc.save(target)
+    def write() -> None:
+        before = _snapshot(target)
+        doc = configfile.ConfigDoc.load(target)
+        for change in changes:
+            key = change.field.partition(":")[2]
+            if change.op == "remove":
+                doc.delete(key)
+            else:
+                doc.set(key, desired[change.field])
+        if doc.changed:
+            fsio.atomic_write_text(target, doc.render(), mode=0o600, expect=before)
+
+    _retrying(write, target)
 
 
 def _write_env(target: Path, changes: list[FieldChange], desired: dict[str, Any]) -> None:
+    _retrying(lambda: _write_env_once(target, changes, desired), target)
+
+
+def _write_env_once(target: Path, changes: list[FieldChange], desired: dict[str, Any]) -> None:
+    before = _snapshot(target)
     env = envfile.read_env(target)
     changed = False
     for change in changes:
@@ -310,7 +340,7 @@ def _write_env(target: Path, changes: list[FieldChange], desired: dict[str, Any]
     if changed:
         if not target.exists() and not env.render().startswith("#"):
             env = envfile.EnvFile.parse(envfile.PROFILE_ENV_HEADER + env.render())
-        envfile.write_env(target, env)
+        fsio.atomic_write_text(target, env.render(), mode=0o600, expect=before)
 
 
 def _write_profile_yaml(target: Path, profile_changes: list[FieldChange], meta_changes: list[FieldChange],

@@ -33,11 +33,21 @@ def fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+_UNSET = object()
+
+
+class ChangedUnderUs(Exception):
+    """The file changed between our read and our replace (another writer): read it again."""
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: object = _UNSET) -> None:
     """Replace `path` with `data` atomically.
 
     An existing file keeps its mode and owner; a new file gets `mode` (0600 for secrets) from the
     moment it exists, never wider. A symlink is written through to its target, as Hermes does.
+    With `expect` (the bytes we read, or None for "did not exist"), the file is compared again
+    just before the replace and ChangedUnderUs is raised if another writer got there first; the
+    caller reads again and retries. Hermes' own writers take no lock, so this is the best there is.
     """
     path = Path(path)
     if path.is_symlink():
@@ -59,6 +69,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         run_write_hooks(path)
+        if expect is not _UNSET and _current(path) != expect:
+            raise ChangedUnderUs(str(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -67,8 +79,15 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     fsync_dir(folder)
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+def _current(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, expect: object = _UNSET) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode, expect=expect)
 
 
 def publish_dir(staging: Path, final: Path) -> None:

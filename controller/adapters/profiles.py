@@ -366,6 +366,7 @@ def backup_profile(root: Path, name: str, *, fleet: str) -> Path:
     source = _named_dir(root, name)
     if not source.is_dir():
         raise HermesStateError(f"profile {name!r} does not exist at {source}", path=str(source))
+    _discard_interrupted_backups(root, name)
     now = datetime.now(UTC)
     backup = _new_backup_dir(root, f"{now:%Y%m%dT%H%M%SZ}-{name}")
     meta = {
@@ -388,6 +389,26 @@ def backup_profile(root: Path, name: str, *, fleet: str) -> Path:
         raise
     fsio.fsync_dir(source.parent)
     return backup
+
+
+def _discard_interrupted_backups(root: Path, name: str) -> None:
+    """A crash between writing BACKUP.json and moving the tree leaves a record with no tree; the
+    profile is still in place, so that record is stale: drop it before backing up again."""
+    base = backups_dir(root)
+    if not base.is_dir():
+        return
+    own_name = re.compile(rf"^\d{{8}}T\d{{6}}Z-{re.escape(name)}(\.\d+)?$")
+    for folder in base.iterdir():
+        if folder.is_symlink() or not folder.is_dir() or (folder / BACKUP_TREE).exists():
+            continue
+        try:
+            meta = json.loads((folder / BACKUP_META).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = None  # killed while writing the record: only its temp file is there
+        if (meta.get("name") == name) if isinstance(meta, dict) else bool(own_name.match(folder.name)):
+            for leftover in folder.glob(f".{BACKUP_META}.*.tmp"):
+                leftover.unlink(missing_ok=True)
+            _discard_record(folder)
 
 
 def _discard_record(folder: Path) -> None:

@@ -40,6 +40,15 @@ BAD_VALUES: dict[str, list[Any]] = {
     "model": ["x", {}, {"provider": 5}],
     "routines": [{"name": "x"}, "x", [{"schedule": "every 1h"}]],
 }
+# A routine's name is free text and its model a plain string: only these values are wrong there.
+ROUTINE_BAD_VALUES: dict[str, list[Any]] = {
+    "name": ["", 7, None, ["a"], "x" * 201, "two\nlines"],
+    "schedule": BAD_VALUES["schedule"],
+    "prompt": BAD_VALUES["prompt"],
+    "model": ["", {}, 5, ["m"]],
+    "paused": ["sometimes", {"a": 1}],
+    "repeat": [0, -1, "twice"],
+}
 scalars = st.one_of(st.integers(-3, 99), st.booleans(), st.none(), st.text(max_size=8),
                     st.floats(allow_nan=False, allow_infinity=False))
 structures = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
@@ -47,13 +56,16 @@ structures = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_s
                                                                            max_size=3)), max_leaves=8)
 
 
-def targets(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every mapping of the manifest a mutation may hit."""
+def targets(doc: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, list[Any]]]]:
+    """Every mapping of the manifest a mutation may hit, with the values that are wrong there."""
     spec = doc["spec"]
-    found = [spec, spec["gateway"], spec["peers"][0], spec["sections"][0]]
+    found = [(spec, BAD_VALUES), (spec["gateway"], BAD_VALUES), (spec["peers"][0], BAD_VALUES),
+             (spec["sections"][0], BAD_VALUES)]
     for bot in spec["bots"]:
-        found.append(bot)
-        found.extend(bot.get("routines", []))
+        found.append((bot, BAD_VALUES))
+        routines = bot.get("routines")
+        if isinstance(routines, list):  # an earlier mutation may have replaced the list
+            found.extend((r, ROUTINE_BAD_VALUES) for r in routines if isinstance(r, dict))
     return found
 
 
@@ -64,10 +76,10 @@ def hostile(draw: st.DrawFn, base: str) -> tuple[str, bool]:
         return base[: draw(st.integers(1, len(base) - 2))], False
     doc = json.loads(base)
     for _ in range(draw(st.integers(1, 3))):
-        where = draw(st.sampled_from(targets(doc)))
+        where, bad = draw(st.sampled_from(targets(doc)))
         if draw(st.booleans()):
-            key = draw(st.sampled_from(sorted(BAD_VALUES)))
-            where[key] = draw(st.sampled_from(BAD_VALUES[key]))
+            key = draw(st.sampled_from(sorted(bad)))
+            where[key] = draw(st.sampled_from(bad[key]))
         else:
             where["x_" + draw(st.text("abcdefghij_", min_size=1, max_size=6))] = draw(structures)
     return json.dumps(doc, indent=2), True
