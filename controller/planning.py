@@ -379,15 +379,16 @@ def _plan_routine(inputs: Inputs, bot: DesiredBot, bot_action: Action, routine: 
     if entry is None and routine.renamed_from:
         entry = inputs.inventory.objects.get(routine_key(bot.name, routine.renamed_from))
     desired = routines.desired_fields(bot.name, routine)
-    when = _next_runs_note(routine, inputs.timezones.get(bot.name))
     job = jobs.get(str(entry.get("job_id"))) if entry else None
     if entry is not None and job is not None:
         fields = _diff_job(desired, routines.live_fields(job), entry.get("applied", {}))
         action = Action.UPDATE if fields else Action.NOOP
         reason = "renamed" if routine.renamed_from and entry is not inputs.inventory.objects.get(
             routine_key(bot.name, routine.name)) else "managed by this fleet"
-        return ObjectChange("routine", name, action, _join(reason, when if fields else ""), tuple(fields),
+        when = _next_runs_note(routine, inputs.timezones.get(bot.name)) if fields else ""  # no-op: no croniter
+        return ObjectChange("routine", name, action, _join(reason, when), tuple(fields),
                             drift=any(f.drift for f in fields)), str(job.get("id"))
+    when = _next_runs_note(routine, inputs.timezones.get(bot.name))
     if entry is not None and routines.is_one_shot(routine) and entry.get("applied") == desired:
         return ObjectChange("routine", name, Action.NOOP, "one-shot ran and Hermes removed it: done"), None
     fields = tuple(FieldChange(f"job:{k}", "add", None, v) for k, v in desired.items() if v not in (None, [], False))

@@ -8,6 +8,7 @@ croniter, an ISO timestamp (one-shot), or a bare duration (one-shot from now). U
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -55,7 +56,22 @@ def parse_duration(text: str) -> int:
 
 
 def parse(text: str, *, tz: tzinfo | None = None) -> Schedule:
-    """Parse `text` the way Hermes does; raise ScheduleError with a reason Hermes would give."""
+    """Parse `text` the way Hermes does; raise ScheduleError with a reason Hermes would give.
+
+    Cached: a fleet repeats a few schedules across thousands of routines, and each cron
+    expression costs a croniter construction (bare durations are relative, so never cached).
+    """
+    if _DURATION.match(text.strip().lower()):
+        return _parse(text, tz)
+    return _parse_cached(text, tz)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(text: str, tz: tzinfo | None) -> Schedule:
+    return _parse(text, tz)
+
+
+def _parse(text: str, tz: tzinfo | None) -> Schedule:
     schedule = text.strip()
     if not schedule:
         raise ScheduleError(f"empty schedule; {GRAMMAR_HINT}")
