@@ -90,23 +90,24 @@ def setup_schema(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", help="only this document kind (Fleet, Bot, Section, Room, Routine, Peer, Policy)")
 
 
-def setup_plan(p: argparse.ArgumentParser) -> None:
+def _add_converge_args(p: argparse.ArgumentParser) -> None:
+    """What plan and apply share: manifests, home, host slice, gateway, output format."""
     _add_manifest_args(p)
     _add_home_arg(p)
     _add_host_arg(p)
     _add_gateway_args(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+
+
+def setup_plan(p: argparse.ArgumentParser) -> None:
+    _add_converge_args(p)
     p.add_argument("--detailed-exitcode", action="store_true", help="exit 4 when changes are pending")
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
     p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
 
 
 def setup_apply(p: argparse.ArgumentParser) -> None:
-    _add_manifest_args(p)
-    _add_home_arg(p)
-    _add_host_arg(p)
-    _add_gateway_args(p)
-    p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    _add_converge_args(p)
     p.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (backed up)")
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")

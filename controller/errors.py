@@ -4,15 +4,20 @@
     ├── ManifestError          exit 2  bad input: a manifest or an argument; carries diagnostics
     ├── UsageError             exit 2  bad command-line arguments
     ├── ConflictError          exit 3  an object this fleet does not own, or a concurrent writer
-    └── HermesStateError       exit 1  a live Hermes file could not be read or written safely
+    ├── HermesStateError       exit 1  a live Hermes file could not be read or written safely
+    ├── sources.SourceError    exit 1  the reconciler's source (files, git) could not be read
+    ├── rooms.RoomApplyError   exit 1  a room could not be converged (its cause attached)
+    └── gateway.GatewayError   exit 1  talking to a Hermes gateway; mapped once in gateway.classify:
+        ├── GatewayUnavailable         transient: nothing listening, reset, timeout before sending
+        ├── GatewayRefused             permanent: a typed refusal (Auth, Incompatible below it)
+        └── GatewayOutcomeUnknown      a write whose reply was lost: settled by reading, never resent
 
-`cli.main()` catches only `ControllerError`; anything else is a bug and keeps its traceback
-under `--debug`.
+The subclasses outside this module live beside the code that raises them. `cli.main()` catches
+only `ControllerError`; anything else is a bug and keeps its traceback under `--debug`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
 
 
@@ -38,20 +43,6 @@ class ControllerError(Exception):
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message}; {self.hint}"
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where a value sits in a manifest: file, 1-based line and column, field path."""
-
-    file: str
-    line: int = 0
-    column: int = 0
-
-    def __str__(self) -> str:
-        if not self.line:
-            return self.file
-        return f"{self.file}:{self.line}:{self.column}"
 
 
 class ManifestError(ControllerError):
