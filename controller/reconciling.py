@@ -78,12 +78,20 @@ def _desired_timezone(state: DesiredState, name: str) -> str | None:
 
 
 def _resolve_env(owner: str, entries: dict[str, Any], inputs: planning.Inputs) -> None:
+    from controller.adapters import envfile
+
     values: dict[str, str] = {}
     for key, entry in entries.items():
         try:
             values[key] = secrets_mod.resolve(entry)
+            # A value Hermes' .env cannot carry (a line break, a ${...}) fails its bot here, at
+            # plan time, before any of that bot's files is written: never half a bot.
+            envfile.check_entry(key, values[key])
         except secrets_mod.SecretUnavailable as exc:
             inputs.secret_errors[owner] = f"env {key}: {exc}"
+        except ValueError as exc:
+            values.pop(key, None)
+            inputs.secret_errors[owner] = f"env {key}: {exc}; change the value at its source"
     inputs.env_values[owner] = values
     inputs.secret_keys[owner] = {k for k, e in entries.items() if e.secret}
 

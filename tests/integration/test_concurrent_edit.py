@@ -53,3 +53,19 @@ def test_an_env_key_written_by_hermes_mid_apply_survives(home: Path, manifests: 
     text = (profile(home, "scout") / ".env").read_text()
     assert "HERMES_ADDED=1" in text and "MODE=b" in text
     assert plan(write_fleet(manifests, [{"name": "scout", "env": {"MODE": "b"}}]), home, "--detailed-exitcode").code == 0
+
+
+def test_a_secret_that_env_cannot_carry_fails_its_bot_before_any_write(home: Path, manifests: Path, tmp_path):
+    from tests.integration.helpers import snapshot
+
+    secret = tmp_path / "multi-line.secret"
+    secret.write_text("line one\nline two\n")
+    bots = [{"name": "good", "title": "Good"},
+            {"name": "bad", "title": "Bad", "toolsets": ["web"], "env": {"TOKEN": {"from_file": str(secret)}}}]
+    assert apply(write_fleet(manifests, [bots[0]]), home).code == 0
+    before_good = snapshot(profile(home, "good"))
+    run = apply(write_fleet(manifests, bots), home)
+    assert run.code == 1, run.text
+    assert "line break" in run.text and "line one" not in run.text
+    assert not profile(home, "bad").exists()  # not created at all: no half-written bot
+    assert snapshot(profile(home, "good")) == before_good
