@@ -6,8 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.hermes_support import INSTALL_HINT, HermesCLI, hermes_bin
+
+# CI explores the same examples every run (a fuzzer finding must not decide whether a change
+# lands); a developer's run keeps exploring new ones.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI") == "true":
+    settings.load_profile("ci")
 
 
 @pytest.fixture
