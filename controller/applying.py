@@ -306,7 +306,6 @@ def _snapshot(target: Path) -> bytes | None:
 
 def _write_config(target: Path, changes: list[FieldChange], desired: dict[str, Any]) -> None:
     def write() -> None:
-        before = _snapshot(target)
         doc = configfile.ConfigDoc.load(target)
         for change in changes:
             key = change.field.partition(":")[2]
@@ -315,7 +314,7 @@ def _write_config(target: Path, changes: list[FieldChange], desired: dict[str, A
             else:
                 doc.set(key, desired[change.field])
         if doc.changed:
-            fsio.atomic_write_text(target, doc.render(), mode=0o600, expect=before)
+            doc.save(target)
 
     _retrying(write, target)
 
@@ -340,7 +339,7 @@ def _write_env_once(target: Path, changes: list[FieldChange], desired: dict[str,
     if changed:
         if not target.exists() and not env.render().startswith("#"):
             env = envfile.EnvFile.parse(envfile.PROFILE_ENV_HEADER + env.render())
-        fsio.atomic_write_text(target, env.render(), mode=0o600, expect=before)
+        envfile.write_env(target, env, expect=before)
 
 
 def _write_profile_yaml(target: Path, profile_changes: list[FieldChange], meta_changes: list[FieldChange],

@@ -332,7 +332,8 @@ class ConfigDoc:
     def load(cls, path: Path | str) -> ConfigDoc:
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            # Bytes, decoded without newline translation: save() compares the file to exactly this.
+            text = path.read_bytes().decode("utf-8")
         except FileNotFoundError:
             return cls(CommentedMap(), text="", exists=False, source=str(path))
         except (OSError, UnicodeDecodeError) as exc:
@@ -435,7 +436,10 @@ class ConfigDoc:
         return buffer.getvalue()
 
     def save(self, path: Path | str) -> None:
-        fsio.atomic_write_text(Path(path), self.render(), mode=0o600)
+        """Atomic write; fsio.ChangedUnderUs if the file changed since it was loaded (Hermes'
+        `config set` takes no lock): the caller loads again and retries."""
+        expect = self._text.encode("utf-8") if self.exists else None
+        fsio.atomic_write_text(Path(path), self.render(), mode=0o600, expect=expect)
         self._text = self.render()
         self._changed = False
         self.exists = True

@@ -285,6 +285,10 @@ def read_env(path: Path | str) -> EnvFile:
     return EnvFile.parse(text)
 
 
-def write_env(path: Path | str, env: EnvFile) -> None:
-    """Atomic write; a new file is created 0600 (it holds secrets), an existing one keeps its mode."""
-    fsio.atomic_write_text(Path(path), env.render(), mode=0o600)
+def write_env(path: Path | str, env: EnvFile, *, expect: object = fsio.UNCHECKED) -> None:
+    """Atomic write; a new file is created 0600 (it holds secrets), an existing one keeps its mode.
+
+    `expect`: the bytes read before editing (None: there was no file); fsio.ChangedUnderUs if
+    another writer changed the file meanwhile (Hermes' `save_env_value` takes no lock).
+    """
+    fsio.atomic_write_text(Path(path), env.render(), mode=0o600, expect=expect)

@@ -33,14 +33,14 @@ def fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
-_UNSET = object()
+UNCHECKED = object()  # `expect` default: replace whatever is there
 
 
 class ChangedUnderUs(Exception):
     """The file changed between our read and our replace (another writer): read it again."""
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: object = _UNSET) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: object = UNCHECKED) -> None:
     """Replace `path` with `data` atomically.
 
     An existing file keeps its mode and owner; a new file gets `mode` (0600 for secrets) from the
@@ -69,7 +69,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: ob
             handle.flush()
             os.fsync(handle.fileno())
         run_write_hooks(path)
-        if expect is not _UNSET and _current(path) != expect:
+        if expect is not UNCHECKED and _current(path) != expect:
             raise ChangedUnderUs(str(path))
         os.replace(tmp, path)
     except BaseException:
@@ -86,7 +86,7 @@ def _current(path: Path) -> bytes | None:
         return None
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, expect: object = _UNSET) -> None:
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, expect: object = UNCHECKED) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode, expect=expect)
 
 

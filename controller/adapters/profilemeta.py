@@ -8,7 +8,6 @@ races another writer raises a retryable `ConflictError` instead of losing their 
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -120,30 +119,23 @@ class ProfileMeta:
     def save(self, path: Path | str | None = None) -> None:
         """Atomic write; raises a retryable ConflictError if the file changed since `load`.
 
-        The check runs inside fsio's pre-replace hook, i.e. after the new file is fully written
-        and synced and just before it replaces the old one (bot-mode-state.md §8 rule 2).
+        fsio compares the file with what was loaded after the new file is fully written and
+        synced, just before it replaces the old one (bot-mode-state.md §8 rule 2). Stricter than
+        comparing the revision alone: Hermes' own `write_profile_meta` (description,
+        display_name) changes the file without bumping any revision.
         """
         target = Path(path) if path is not None else self.path
         text = self.render()
-        real_target = target.resolve() if target.is_symlink() else target
-
-        watched = target == self.path  # only a file we loaded has a "since load" to compare
-
-        def check_unchanged(publishing: Path) -> None:
-            # Stricter than comparing the revision alone: Hermes' own `write_profile_meta`
-            # (description, display_name) changes the file without bumping any revision.
-            if watched and Path(publishing) == real_target and _read_text(real_target) != self._loaded_text:
-                raise ConflictError(
-                    f"{target} changed while hermes-fleet was updating it",
-                    hint="re-read it and apply again; another Hermes writer got there first",
-                )
-
-        fsio.WRITE_HOOKS.append(check_unchanged)
+        # Only a file we loaded has a "since load" to compare.
+        expect: object = (None if self._loaded_text is None else self._loaded_text.encode("utf-8")) \
+            if target == self.path else fsio.UNCHECKED
         try:
-            fsio.atomic_write_text(target, text, mode=0o644)
-        finally:
-            with contextlib.suppress(ValueError):
-                fsio.WRITE_HOOKS.remove(check_unchanged)
+            fsio.atomic_write_text(target, text, mode=0o644, expect=expect)
+        except fsio.ChangedUnderUs:
+            raise ConflictError(
+                f"{target} changed while hermes-fleet was updating it",
+                hint="re-read it and apply again; another Hermes writer got there first",
+            ) from None
         self._loaded_text = text
         self._doc = ConfigDoc.parse(text, source=str(target))
         self.path = target
@@ -151,7 +143,7 @@ class ProfileMeta:
 
 def _read_text(path: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")  # no newline translation: save() compares bytes
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:

@@ -69,3 +69,14 @@ def test_a_secret_that_env_cannot_carry_fails_its_bot_before_any_write(home: Pat
     assert "line break" in run.text and "line one" not in run.text
     assert not profile(home, "bad").exists()  # not created at all: no half-written bot
     assert snapshot(profile(home, "good")) == before_good
+
+
+def test_a_config_yaml_with_windows_line_endings_is_still_writable(home: Path, manifests: Path):
+    # The change-since-read check compares bytes: reading must not translate \r\n.
+    assert apply(write_fleet(manifests, [{"name": "scout"}]), home).code == 0
+    config = profile(home, "scout") / "config.yaml"
+    config.write_bytes(b"custom_key: 1\r\nagent:\r\n  max_turns: 7\r\n")
+    run = apply(write_fleet(manifests, [{"name": "scout", "toolsets": ["web"]}]), home)
+    assert run.code == 0, run.text
+    data = read_yaml(config)
+    assert data["custom_key"] == 1 and data["agent"]["max_turns"] == 7 and data["toolsets"] == ["web"]
