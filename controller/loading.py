@@ -247,12 +247,14 @@ def _loader_class() -> Any:
 
 
 _LOADER: Any = None
+_DEFAULT_TAGS: tuple[Any, ...] = ()  # (scalar, sequence, mapping) Tag objects our loader hands out
 
 
 def _compose_all(text: str) -> Iterator[Any]:
-    global _LOADER
+    global _LOADER, _DEFAULT_TAGS
     if _LOADER is None:
         _LOADER = _loader_class()
+        _DEFAULT_TAGS = (_LOADER.DEFAULT_SCALAR_TAG, _LOADER.DEFAULT_SEQUENCE_TAG, _LOADER.DEFAULT_MAPPING_TAG)
     loader = _LOADER(text)
     try:
         while loader.check_node():
@@ -301,11 +303,15 @@ class _Budget:
 
 
 def _construct(node: Any, budget: _Budget, depth: int, active: set[int]) -> Any:
-    budget.spend(node)
+    budget.used += 1
+    if budget.used > budget.limit:
+        budget.spend(node)  # raises, with the message
     if depth > MAX_DEPTH:
         raise _LoadProblem(f"nesting is deeper than {MAX_DEPTH} levels", node, hint="flatten the document")
     kind = node.id
     if kind == "scalar":
+        if node.ctag is _DEFAULT_TAGS[0]:  # the common case, without turning the Tag into text
+            return _resolve_plain(node.value) if not node.style else node.value
         return _scalar(node)
     if id(node) in active:
         raise _LoadProblem("an alias refers to a node that contains it (a recursive structure)", node,
@@ -351,6 +357,8 @@ def _merge_sources(node: Any) -> list[Any]:
 
 
 def _check_tag(node: Any, expected: str) -> None:
+    if node.ctag in _DEFAULT_TAGS:
+        return
     if node.tag not in (expected, None, "!"):  # !!python/..., !!set, !!omap: not ours to construct
         raise _LoadProblem(f"unsupported YAML tag {node.tag}", node, hint="remove the tag")
 
