@@ -283,27 +283,6 @@ def _write_fields(path: Path, fields: tuple[FieldChange, ...], desired: dict[str
         sessions.ensure_bot_chat(path)
 
 
-def _retrying(write: Callable[[], None], target: Path) -> None:
-    """Hermes writes config.yaml and .env without a lock (`config set`, `save_env_value`): a write
-    of ours that finds the file changed since it read it starts over from a fresh read."""
-    for attempt in range(META_RETRIES):
-        try:
-            write()
-            return
-        except fsio.ChangedUnderUs:
-            if attempt == META_RETRIES - 1:
-                raise ConflictError(f"{target} kept changing while hermes-fleet was updating it",
-                                    hint="another writer is busy with it; run apply again") from None
-            time.sleep(0.05 * (attempt + 1))
-
-
-def _snapshot(target: Path) -> bytes | None:
-    try:
-        return target.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
 def _write_config(target: Path, changes: list[FieldChange], desired: dict[str, Any]) -> None:
     def write() -> None:
         doc = configfile.ConfigDoc.load(target)
@@ -316,15 +295,15 @@ def _write_config(target: Path, changes: list[FieldChange], desired: dict[str, A
         if doc.changed:
             doc.save(target)
 
-    _retrying(write, target)
+    fsio.retrying(write)
 
 
 def _write_env(target: Path, changes: list[FieldChange], desired: dict[str, Any]) -> None:
-    _retrying(lambda: _write_env_once(target, changes, desired), target)
+    fsio.retrying(lambda: _write_env_once(target, changes, desired))
 
 
 def _write_env_once(target: Path, changes: list[FieldChange], desired: dict[str, Any]) -> None:
-    before = _snapshot(target)
+    before = fsio.read_or_none(target)
     env = envfile.read_env(target)
     changed = False
     for change in changes:
@@ -346,7 +325,7 @@ def _write_profile_yaml(target: Path, profile_changes: list[FieldChange], meta_c
                         desired: dict[str, Any]) -> None:
     # profile.yaml has no file lock in Hermes; ProfileMeta.save refuses if the file moved under
     # us, and we start over from a fresh read (bot-mode-state.md section 8, rule 2).
-    for attempt in range(META_RETRIES):
+    def write() -> None:
         meta = profilemeta.ProfileMeta.load(target)
         for change in profile_changes:
             value = None if change.op == "remove" else desired[change.field]
@@ -357,15 +336,10 @@ def _write_profile_yaml(target: Path, profile_changes: list[FieldChange], meta_c
                 meta.display_name = value
         if meta_changes:
             meta.set_bot_record(_merged_record(meta.bot_record(), meta_changes, desired))
-        if not meta.changed:
-            return
-        try:
+        if meta.changed:
             meta.save(target)
-            return
-        except ConflictError:
-            if attempt == META_RETRIES - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
+
+    fsio.retrying(write)
 
 
 def _merged_record(live: dict[str, Any] | None, changes: list[FieldChange], desired: dict[str, Any]) -> dict[str, Any]:

@@ -16,16 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from controller import inventory as inv
+from controller.adapters import fsio, profilemeta
 from controller.adapters import gateway as gw
-from controller.adapters import profilemeta
 from controller.adapters.home import profile_dir
-from controller.errors import ConflictError, ControllerError
+from controller.errors import ControllerError
 from controller.planning import Action, FieldChange, ObjectChange
 
 KIND = "room"
@@ -217,7 +216,8 @@ def write_groups(root: Path, edit: GroupEdit, retries: int = 3) -> None:
     if not path.is_dir():
         return
     target = path / "profile.yaml"
-    for attempt in range(retries):
+
+    def write() -> None:
         meta = profilemeta.ProfileMeta.load(target)
         record = dict(meta.bot_record() or {})
         before = groups_of(record)
@@ -227,13 +227,9 @@ def write_groups(root: Path, edit: GroupEdit, retries: int = 3) -> None:
         record["groups"] = after
         record["group"] = after[0] if after else None
         meta.set_bot_record(record)
-        try:
-            meta.save(target)
-            return
-        except ConflictError:
-            if attempt == retries - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
+        meta.save(target)
+
+    fsio.retrying(write, attempts=retries)
 
 
 # --- planning -------------------------------------------------------------------------------------

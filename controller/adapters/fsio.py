@@ -11,8 +11,11 @@ import contextlib
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+from controller.errors import ConflictError
 
 # Called with the target path just before each os.replace / rename that publishes a change.
 # Tests append a hook that raises (or os._exit) at the Nth call.
@@ -36,8 +39,25 @@ def fsync_dir(folder: Path) -> None:
 UNCHECKED = object()  # `expect` default: replace whatever is there
 
 
-class ChangedUnderUs(Exception):
+class ChangedUnderUs(ConflictError):
     """The file changed between our read and our replace (another writer): read it again."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} changed while hermes-fleet was updating it",
+                         hint="another Hermes writer got there first; run apply again")
+
+
+def retrying(write: Callable[[], None], *, attempts: int = 3) -> None:
+    """Run a read-modify-write until it lands on an unchanged file (Hermes' own writers of
+    config.yaml, .env and profile.yaml take no lock); the last ChangedUnderUs propagates."""
+    for attempt in range(attempts):
+        try:
+            write()
+            return
+        except ChangedUnderUs:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: object = UNCHECKED) -> None:
@@ -69,8 +89,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: ob
             handle.flush()
             os.fsync(handle.fileno())
         run_write_hooks(path)
-        if expect is not UNCHECKED and _current(path) != expect:
-            raise ChangedUnderUs(str(path))
+        if expect is not UNCHECKED and read_or_none(path) != expect:
+            raise ChangedUnderUs(path)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -79,7 +99,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: ob
     fsync_dir(folder)
 
 
-def _current(path: Path) -> bytes | None:
+def read_or_none(path: Path) -> bytes | None:
+    """The file's bytes, or None when it does not exist (what `expect` compares against)."""
     try:
         return path.read_bytes()
     except FileNotFoundError:

@@ -13,7 +13,7 @@ from typing import Any
 
 from controller.adapters import fsio
 from controller.adapters.configfile import ConfigDoc, unparseable_hint
-from controller.errors import ConflictError, HermesStateError
+from controller.errors import HermesStateError
 
 BOTS_NAMESPACE = "hermes-bots"
 UI_META = "ui_meta"
@@ -129,13 +129,7 @@ class ProfileMeta:
         # Only a file we loaded has a "since load" to compare.
         expect: object = (None if self._loaded_text is None else self._loaded_text.encode("utf-8")) \
             if target == self.path else fsio.UNCHECKED
-        try:
-            fsio.atomic_write_text(target, text, mode=0o644, expect=expect)
-        except fsio.ChangedUnderUs:
-            raise ConflictError(
-                f"{target} changed while hermes-fleet was updating it",
-                hint="re-read it and apply again; another Hermes writer got there first",
-            ) from None
+        fsio.atomic_write_text(target, text, mode=0o644, expect=expect)  # ChangedUnderUs: a ConflictError
         self._loaded_text = text
         self._doc = ConfigDoc.parse(text, source=str(target))
         self.path = target
