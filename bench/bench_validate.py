@@ -24,7 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from controller import loading, validating  # noqa: E402
+from controller.manifests import validating  # noqa: E402
+from controller.manifests import loading  # noqa: E402
 
 GOAL_BOTS_PER_SECOND = 5_000
 GOAL_HELP_MS = 150

@@ -8,7 +8,6 @@ ruamel.yaml) are imported inside the verbs so `hermes-fleet --help` starts fast.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -180,94 +179,23 @@ def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-def load(args: argparse.Namespace) -> Any:
-    """Discover, parse and validate the manifests named by -f; returns a ValidationResult."""
-    home = None
-    if hasattr(args, "home"):
-        from controller.adapters.home import resolve_root
-
-        home = resolve_root(args.home)
-    return load_paths(args.files, recursive=args.recursive, fleet=getattr(args, "fleet", None), skip=home)
-
-
-def load_paths(paths: list[str], *, recursive: bool, fleet: str | None, skip: Any = None) -> Any:
-    from controller import loading, validating
-
-    files = loading.discover(paths, recursive=recursive, skip=skip)
-    with loading.gc_paused():
-        documents, problems = loading.load_files(files)
-        result = validating.validate(documents, fleet=fleet, files=files)
-    result.diagnostics[:0] = problems
-    if problems:
-        result.state = None
-    return result
-
-
-def load_valid(args: argparse.Namespace) -> Any:
-    """Like `load`, but invalid manifests raise ManifestError (exit 2) before anything else runs.
-
-    The desired state is narrowed to this machine's slice when the fleet names hosts (--host).
-    """
-    from controller import desired
-
-    result = load(args)
-    if result.errors or result.state is None:
-        raise ManifestError(result.diagnostics)
-    result.state = desired.for_host(result.state, selected_host(args, result.state))
-    return result
-
-
-def selected_host(args: argparse.Namespace, state: Any) -> str | None:
-    import socket
-
-    from controller import desired
-
-    explicit = getattr(args, "host", None)
-    if explicit:
-        return str(explicit)
-    return socket.gethostname() if desired.uses_hosts(state) else None
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    from controller import reporting
-
-    result = load(args)
-    strict = args.strict
-    if args.output == "json":
-        text = reporting.validation_json(result, strict=strict)
-    elif args.output == "github":
-        text = reporting.validation_github(result, strict=strict)
-    elif args.output == "junit":
-        text = reporting.validation_junit(result, strict=strict)
-    else:
-        text = reporting.validation_text(result, strict=strict, color=reporting.use_color(sys.stdout, args.color))
-    reporting.write(text)
-    failed = bool(result.errors) or result.state is None or (strict and result.warnings)
-    return ExitCode.BAD_INPUT if failed else ExitCode.OK
-
-
-def cmd_schema(args: argparse.Namespace) -> int:
-    from controller import schema
-
-    print(json.dumps(schema.document_schema(args.kind), indent=2))
-    return ExitCode.OK
-
-
 VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None], Callable[..., int]]] = {
-    "validate": ("check manifests offline (schema + semantic rules)", [], setup_validate, cmd_validate),
-    "schema": ("print the JSON Schema of the manifest format", [], setup_schema, cmd_schema),
+    "validate": ("check manifests offline (schema + semantic rules)", [], setup_validate,
+                 _lazy("controller.verbs.validate", "cmd_validate")),
+    "schema": ("print the JSON Schema of the manifest format", [], setup_schema,
+               _lazy("controller.verbs.validate", "cmd_schema")),
     "plan": ("show what apply would change, including drift", ["diff"], setup_plan,
-             _lazy("controller.commands", "cmd_plan")),
-    "apply": ("converge the Hermes home onto the manifests", [], setup_apply, _lazy("controller.commands", "cmd_apply")),
-    "status": ("managed objects, last apply, drift summary", [], setup_status, _lazy("controller.commands", "cmd_status")),
+             _lazy("controller.verbs.plan", "cmd_plan")),
+    "apply": ("converge the Hermes home onto the manifests", [], setup_apply, _lazy("controller.verbs.plan", "cmd_apply")),
+    "status": ("managed objects, last apply, drift summary", [], setup_status, _lazy("controller.verbs.status", "cmd_status")),
     "demo": ("apply a built-in demo fleet to a scratch Hermes home and show the result", [], setup_demo,
              _lazy("controller.demo", "cmd_demo")),
     "export": ("write manifests for an existing Hermes home (adopt a hand-built fleet into git)", [],
-               setup_export, _lazy("controller.exporting", "cmd_export")),
+               setup_export, _lazy("controller.verbs.export", "cmd_export")),
     "watch": ("keep the home converged on manifests or a git repo (the reconciler)", [], setup_watch,
-              _lazy("controller.watching", "cmd_watch")),
+              _lazy("controller.verbs.watch", "cmd_watch")),
     "restore": ("bring back a bot that prune moved to a backup", [], setup_restore,
-                _lazy("controller.commands", "cmd_restore")),
+                _lazy("controller.verbs.restore", "cmd_restore")),
 }
 
 

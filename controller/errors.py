@@ -3,22 +3,32 @@
     ControllerError            exit 1  base; carries .hint, the next thing to do
     ├── ManifestError          exit 2  bad input: a manifest or an argument; carries diagnostics
     ├── UsageError             exit 2  bad command-line arguments
+    ├── ScheduleError          exit 2  a schedule Hermes would refuse (raised by hermes.schedules)
     ├── ConflictError          exit 3  an object this fleet does not own, or a concurrent writer
+    │   ├── LockHeld           exit 3  another hermes-fleet run holds the home's lock
+    │   └── ChangedUnderUs     exit 3  a file changed between our read and our write (retried first)
     ├── HermesStateError       exit 1  a live Hermes file could not be read or written safely
-    ├── sources.SourceError    exit 1  the reconciler's source (files, git) could not be read
-    ├── rooms.RoomApplyError   exit 1  a room could not be converged (its cause attached)
-    └── gateway.GatewayError   exit 1  talking to a Hermes gateway; mapped once in gateway.classify:
+    ├── RefusedValue           exit 1  a value Hermes cannot carry (a line break in a .env value, a
+    │                                  one-shot time in the past, a workdir that is not a folder)
+    ├── SecretUnavailable      exit 1  a secret reference cannot be read on this machine
+    ├── SourceError            exit 1  the reconciler's source (files, git) could not be read
+    ├── RoomApplyError         exit 1  a room could not be converged (its cause attached)
+    └── adapters.gateway.GatewayError  exit 1  talking to a Hermes gateway; mapped once in gateway.classify:
         ├── GatewayUnavailable         transient: nothing listening, reset, timeout before sending
-        ├── GatewayRefused             permanent: a typed refusal (Auth, Incompatible below it)
+        ├── GatewayRefused             permanent: a typed refusal
+        │   ├── GatewayAuthError       the credential was refused
+        │   └── GatewayIncompatible    the gateway lacks a method or speaks another protocol
         └── GatewayOutcomeUnknown      a write whose reply was lost: settled by reading, never resent
 
-The subclasses outside this module live beside the code that raises them. `cli.main()` catches
-only `ControllerError`; anything else is a bug and keeps its traceback under `--debug`.
+Each adapter maps the failures of what it wraps (OSError, parse errors, the gateway's codes) to
+these classes once, where it calls the outside; nothing above the adapters branches on message
+text. `cli.run()` catches only `ControllerError`; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -50,7 +60,7 @@ class ManifestError(ControllerError):
 
     exit_code = ExitCode.BAD_INPUT
 
-    def __init__(self, diagnostics: list, *, message: str | None = None) -> None:  # list[Diagnostic]
+    def __init__(self, diagnostics: list[Any], *, message: str | None = None) -> None:  # list[Diagnostic]
         self.diagnostics = diagnostics
         errors = [d for d in diagnostics if d.severity == "error"]
         super().__init__(message or f"{len(errors)} error(s) in the manifests")
@@ -62,10 +72,28 @@ class UsageError(ControllerError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class ScheduleError(ControllerError):
+    """A routine schedule Hermes would refuse; the message quotes Hermes' own wording."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
 class ConflictError(ControllerError):
     """An object is in the way that this fleet does not own, or another writer holds the lock."""
 
     exit_code = ExitCode.CONFLICT
+
+
+class LockHeld(ConflictError):
+    """Another hermes-fleet run holds the apply lock of this home."""
+
+
+class ChangedUnderUs(ConflictError):
+    """A file changed between our read and our write; the caller re-reads and tries again."""
+
+    def __init__(self, path: object) -> None:
+        super().__init__(f"{path} changed while hermes-fleet was updating it",
+                         hint="another Hermes writer got there first; run apply again")
 
 
 class HermesStateError(ControllerError):
@@ -76,3 +104,23 @@ class HermesStateError(ControllerError):
     def __init__(self, message: str, *, path: str | None = None, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.path = path
+
+
+class RefusedValue(ControllerError):
+    """A value Hermes cannot carry or would refuse; nothing was written for it."""
+
+
+class SecretUnavailable(ControllerError):
+    """A referenced secret cannot be read here; the message says which and how to provide it."""
+
+
+class SourceError(ControllerError):
+    """The reconciler's source could not be read (an unreachable remote, a bad ref, a rewritten history)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, transient: bool = True) -> None:
+        super().__init__(message, hint=hint)
+        self.transient = transient
+
+
+class RoomApplyError(ControllerError):
+    """A room could not be converged on the gateway."""

@@ -24,7 +24,7 @@ from ruamel.yaml.scalarint import OctalInt
 from ruamel.yaml.tokens import CommentToken
 
 from controller.adapters import fsio
-from controller.errors import HermesStateError
+from controller.errors import HermesStateError, RefusedValue
 
 
 def unparseable_hint(source: str) -> str:
@@ -156,7 +156,7 @@ def _previous_content_line(lines: list[str], index: int) -> str | None:
 def split_dotted(dotted: str) -> list[str]:
     parts = dotted.split(".")
     if not dotted or any(part == "" for part in parts):
-        raise ValueError(f"invalid config key {dotted!r}: empty path segment")
+        raise RefusedValue(f"invalid config key {dotted!r}: empty path segment")
     return parts
 
 

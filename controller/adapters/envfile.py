@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.adapters import fsio
-from controller.errors import HermesStateError
+from controller.errors import HermesStateError, RefusedValue
 
 # What `hermes profile create` writes into a new profile's .env (hermes_cli/profiles.py).
 PROFILE_ENV_HEADER = (
@@ -171,31 +171,31 @@ def quote_value(value: str) -> str:
 
 
 def check_entry(key: str, value: str) -> None:
-    """Raise ValueError when Hermes could not store `value` under `key` and read it back intact."""
+    """Raise RefusedValue when Hermes could not store `value` under `key` and read it back intact."""
     if not ENV_NAME_RE.match(key):
-        raise ValueError(f"invalid environment variable name {key!r}")
+        raise RefusedValue(f"invalid environment variable name {key!r}")
     if key in ENV_NAME_DENYLIST:
-        raise ValueError(f"{key} may not be set in a Hermes .env (Hermes refuses it too)")
+        raise RefusedValue(f"{key} may not be set in a Hermes .env (Hermes refuses it too)")
     if "\n" in value or "\r" in value:
-        raise ValueError(f"the value of {key} contains a line break; a .env value must be one line")
+        raise RefusedValue(f"the value of {key} contains a line break; a .env value must be one line")
     if "\x00" in value:
-        raise ValueError(f"the value of {key} contains a NUL byte")
+        raise RefusedValue(f"the value of {key} contains a NUL byte")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ValueError(f"the value of {key} is not valid Unicode text") from exc
+        raise RefusedValue(f"the value of {key} is not valid Unicode text") from exc
     if key.endswith(CREDENTIAL_SUFFIXES) and not value.isascii():
-        raise ValueError(f"the value of {key} has non-ASCII characters, which Hermes strips from credentials")
+        raise RefusedValue(f"the value of {key} has non-ASCII characters, which Hermes strips from credentials")
     if _INTERPOLATION_RE.search(value):
-        raise ValueError(f"the value of {key} contains '${{...}}', which Hermes' .env loader would expand")
+        raise RefusedValue(f"the value of {key} contains '${{...}}', which Hermes' .env loader would expand")
     if value.endswith("\\") and quote_value(value) != value:
         # `"...\\"`: python-dotenv's quoted-value pattern takes `\"` as an escaped quote and reads
         # on into the next lines, swallowing them (seen with the real Hermes 0.19 loader).
-        raise ValueError(f"the value of {key} needs quotes and ends with a backslash, which Hermes misreads")
+        raise RefusedValue(f"the value of {key} needs quotes and ends with a backslash, which Hermes misreads")
     match = _EMBEDDED_KEY_RE.search(value)
     # Quoting only adds `"` and `\\`, so testing the raw value's prefix is the same test Hermes runs.
     if match and not _is_structured(value[: match.start()]):
-        raise ValueError(
+        raise RefusedValue(
             f"the value of {key} contains {match.group(0)!r}, which Hermes' .env sanitiser could split "
             "into a separate variable"
         )

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from controller.errors import ConflictError
+from controller.errors import ChangedUnderUs
 
 # Called with the target path just before each os.replace / rename that publishes a change.
 # Tests append a hook that raises (or os._exit) at the Nth call.
@@ -37,14 +37,6 @@ def fsync_dir(folder: Path) -> None:
 
 
 UNCHECKED = object()  # `expect` default: replace whatever is there
-
-
-class ChangedUnderUs(ConflictError):
-    """The file changed between our read and our replace (another writer): read it again."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(f"{path} changed while hermes-fleet was updating it",
-                         hint="another Hermes writer got there first; run apply again")
 
 
 def retrying(write: Callable[[], None], *, attempts: int = 3) -> None:

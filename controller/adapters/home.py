@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-DEFAULT_PROFILE = "default"
+from controller.hermes import DEFAULT_PROFILE
+
 STATE_DIR = ".hermes-fleet"  # our own state under the root: inventory, lock, backups
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from controller.adapters import fsio
 from controller.adapters.configfile import ConfigDoc, unparseable_hint
-from controller.errors import HermesStateError
+from controller.errors import HermesStateError, RefusedValue
 
 BOTS_NAMESPACE = "hermes-bots"
 UI_META = "ui_meta"
@@ -76,7 +76,7 @@ class ProfileMeta:
             return
         value = value.strip()
         if len(value) > DISPLAY_NAME_MAX:
-            raise ValueError(f"display_name is longer than {DISPLAY_NAME_MAX} characters")
+            raise RefusedValue(f"display_name is longer than {DISPLAY_NAME_MAX} characters")
         self._doc.set_in(["display_name"], value)
 
     # --- Bot Mode record ----------------------------------------------------------------------

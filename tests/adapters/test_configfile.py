@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from controller.errors import RefusedValue
 from controller.adapters.configfile import ConfigDoc
-from controller.adapters.hermes_defaults import effective_value
+from controller.hermes.defaults import effective_value
 from controller.errors import HermesStateError
 from tests.adapters.conftest import RealHermes
 
@@ -109,7 +110,7 @@ def test_strings_that_pyyaml_would_misread_are_quoted():
 
 @pytest.mark.parametrize("bad", ["", "a..b", ".a", "a."])
 def test_empty_segments_are_refused(bad):
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(RefusedValue, match="empty"):
         ConfigDoc.parse("").get(bad)
 
 
@@ -201,7 +202,7 @@ def test_hermes_save_config_does_not_change_effective_values(real_hermes: RealHe
     assert doc.get("_config_version") == (True, 33)
     assert doc.get("plugins.enabled")[0]
     for key, value in MANAGED.items():
-        assert effective_value(doc, key) == (True, value), key
+        assert effective_value(doc.as_dict(), key) == (True, value), key
 
 
 @pytest.mark.hermes

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.errors import RefusedValue
 from controller.adapters import envfile
 from controller.adapters.envfile import PROFILE_ENV_HEADER, EnvFile, read_env, write_env
 from controller.errors import HermesStateError
@@ -145,7 +146,7 @@ def test_quoting(value, line):
     ],
 )
 def test_refused_values(key, value, reason):
-    with pytest.raises(ValueError, match=reason):
+    with pytest.raises(RefusedValue, match=reason):
         EnvFile().set(key, value)
 
 
@@ -272,5 +273,5 @@ def test_embedded_key_guard_covers_every_known_hermes_key(real_hermes: RealHerme
     known = json.loads(real_hermes.python(code, tmp_path))
     assert len(known) > 100
     for key in known:
-        with pytest.raises(ValueError, match="split"):
+        with pytest.raises(RefusedValue, match="split"):
             envfile.check_entry("OPENAI_API_KEY", f"sk-abc{key}=zzz")

@@ -1,4 +1,4 @@
-"""hermes_defaults: the typed-in 0.19 defaults match the real DEFAULT_CONFIG; effective_value."""
+"""hermes.defaults: the typed-in 0.19 defaults match the real DEFAULT_CONFIG; effective_value."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from controller.adapters import hermes_defaults
-from controller.adapters.configfile import ConfigDoc
-from controller.adapters.hermes_defaults import effective_value
+from controller.hermes import defaults as hermes_defaults
+from controller.hermes.defaults import effective_value
 from tests.adapters.conftest import RealHermes
 
 
 def test_effective_value_prefers_the_live_value():
-    doc = ConfigDoc.parse("checkpoints:\n  enabled: true\n")
+    doc = {"checkpoints": {"enabled": True}}
     assert effective_value(doc, "checkpoints.enabled") == (True, True)
     assert effective_value(doc, "checkpoints.max_snapshots") == (True, 20)
     assert effective_value(doc, "approvals.mode") == (True, "smart")
@@ -23,7 +22,7 @@ def test_effective_value_prefers_the_live_value():
 
 
 def test_defaults_are_copied_out():
-    doc = ConfigDoc.parse("")
+    doc: dict = {}
     _, toolsets = effective_value(doc, "toolsets")
     toolsets.append("mutated")
     assert effective_value(doc, "toolsets") == (True, ["hermes-cli"])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.errors import RefusedValue
 from controller.adapters import fsio
 from controller.adapters.profilemeta import ProfileMeta
 from controller.errors import ConflictError, HermesStateError
@@ -102,7 +103,7 @@ def test_display_name_none_or_empty_removes_it(tmp_path: Path):
     assert meta.display_name == "Dr. Research"
     meta.display_name = None
     assert "display_name" not in meta.render()
-    with pytest.raises(ValueError):
+    with pytest.raises(RefusedValue):
         meta.display_name = "x" * 65
 
 

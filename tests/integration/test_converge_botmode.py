@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from controller.desired import section_id
+from controller.manifests.desired import section_id
 from tests.integration.helpers import (
     apply,
     assert_converged,

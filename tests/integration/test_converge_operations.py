@@ -9,7 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from controller import locking
+from controller.adapters import locking
 from controller.adapters import envfile
 from tests.integration.conftest import SECRET_PEER
 from tests.integration.helpers import (
@@ -68,7 +68,7 @@ def test_apply_waits_for_the_lock_and_names_the_holder(home: Path, manifests: Pa
             textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
-            from controller import locking
+            from controller.adapters import locking
             with locking.apply_lock(Path({str(home)!r}), timeout=5, purpose="watch"):
                 print("held", flush=True)
                 sys.stdin.readline()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from controller import rooms as rooms_mod
+from controller.core import rooms as rooms_mod
 from controller.adapters.profilemeta import ProfileMeta
 from tests.integration.fake_gateway import FakeGateway
 from tests.integration.helpers import apply, hermes_fleet, plan, plan_json, profile, read_yaml, write_fleet

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from controller import naming
+from controller.hermes import naming
 from tests.integration.helpers import apply, plan, write_fleet
 
 WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=1, max_size=8)

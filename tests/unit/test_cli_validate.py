@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from controller import cli, loading, validating
+from controller import cli
+from controller.manifests import loading
+from controller.manifests import validating
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = "apiVersion: hermes-fleet/v1\n"

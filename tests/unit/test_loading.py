@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from controller import loading
+from controller.manifests import loading
 from controller.errors import UsageError
 
 

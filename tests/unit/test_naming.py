@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller import naming
+from controller.hermes import naming
 
 
 @pytest.mark.parametrize("name", ["a", "0", "researcher", "my_bot-2", "a" * 64, "default", "hermes"])

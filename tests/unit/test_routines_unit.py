@@ -10,8 +10,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from controller import routines
-from controller.models import Routine
+from controller.core import jobs as routines
+from controller.errors import RefusedValue
+from controller.engine import observing
+from controller.engine.applying import routines as applying_routines
+from controller.manifests.models import Routine
 
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # a Monday
 
@@ -107,13 +110,13 @@ def test_next_run_in_the_bots_timezone() -> None:
     assert routines.next_run(r(schedule="30m"), NOW) == (NOW + timedelta(minutes=30)).isoformat()
     naive = routines.new_job("a", r(schedule="2030-01-02T03:04"), kolkata)
     assert naive["schedule"]["run_at"] == "2030-01-02T03:04:00+05:30"
-    assert routines.zone("Asia/Kolkata") == ZoneInfo("Asia/Kolkata")
-    assert routines.zone("Not/AZone") is None and routines.zone(None) is None
-    assert routines.now_in(ZoneInfo("Asia/Kolkata")).utcoffset() == timedelta(hours=5, minutes=30)
+    assert observing.zone("Asia/Kolkata") == ZoneInfo("Asia/Kolkata")
+    assert observing.zone("Not/AZone") is None and observing.zone(None) is None
+    assert applying_routines.now_in(ZoneInfo("Asia/Kolkata")).utcoffset() == timedelta(hours=5, minutes=30)
 
 
 def test_a_past_one_shot_is_refused() -> None:
-    with pytest.raises(ValueError, match="in the past"):
+    with pytest.raises(RefusedValue, match="in the past"):
         routines.next_run(r(schedule="2020-01-01T00:00:00Z"), NOW)
     assert routines.next_run(r(schedule=(NOW - timedelta(seconds=60)).isoformat()), NOW)  # within grace
 
@@ -180,8 +183,6 @@ def test_prompt_forms_compare_by_instruction_but_a_v2_text_must_match_exactly() 
 
 @pytest.mark.parametrize("workdir", ["relative/dir", "/no/such/folder/anywhere"])
 def test_a_workdir_hermes_would_refuse_is_refused(workdir: str) -> None:
-    with pytest.raises(ValueError, match="workdir"):
-        routines.new_job("alpha", r(workdir=workdir), NOW)
-    job = routines.new_job("alpha", r(), NOW)
-    with pytest.raises(ValueError, match="workdir"):
-        routines.update_job(job, "alpha", r(workdir=workdir), {"workdir"}, NOW)
+    with pytest.raises(RefusedValue, match="workdir"):
+        applying_routines.check_workdir(r(workdir=workdir))
+    applying_routines.check_workdir(r(workdir="/"))

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from controller import schedules
-from controller.schedules import ScheduleError
+from controller.hermes import schedules
+from controller.hermes.schedules import ScheduleError
 
 NOW = datetime(2030, 6, 3, 12, 0, tzinfo=UTC)  # a Monday
 

@@ -7,13 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from controller import cli, loading, schema, validating
-from controller.models import KINDS
+from controller import cli
+from controller.manifests import loading
+from controller.manifests import schema
+from controller.manifests import validating
+from controller.manifests.models import KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "schemas"
 EXAMPLES = REPO / "examples"
-REGENERATE = "run `python -m controller.schema --write` and commit schemas/"
+REGENERATE = "run `python -m controller.manifests.schema --write` and commit schemas/"
 
 
 def test_schemas_folder_is_up_to_date() -> None:

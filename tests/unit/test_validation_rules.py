@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from controller import loading, validating
+from controller.manifests import loading
+from controller.manifests import validating
 
 NOW = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32

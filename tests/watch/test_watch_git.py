@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.sources import GitSource, SourceError
+from controller.adapters.sources import GitSource, SourceError
 from tests.watch.harness import git, read_status, title, write_fleet
 
 

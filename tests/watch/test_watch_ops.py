@@ -20,8 +20,8 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from controller.sources import LocalSource
-from controller.watching import KEEP_RUNS, Log, Options, Reconciler
+from controller.adapters.sources import LocalSource
+from controller.engine.watching import KEEP_RUNS, Log, Options, Reconciler
 from tests.integration.helpers import apply, assert_converged, snapshot
 from tests.watch.harness import REPO, cli, environ, http_get, read_status, title, write_fleet
 

@@ -1,0 +1,97 @@
+"""The inventory file and the owner marker: `controller.core.inventory.Inventory` on disk.
+
+One JSON file per fleet under `<root>/.hermes-fleet/inventory/<fleet>.json` (atomic, 0600), plus a
+marker file in every owned profile (`.hermes-fleet-owner.json`) so a crash between publishing a
+profile and saving the inventory still leaves the profile recognisably ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from controller.adapters import fsio
+from controller.adapters.home import profile_dir, state_dir
+from controller.core.inventory import Inventory
+from controller.errors import HermesStateError
+
+MARKER = ".hermes-fleet-owner.json"
+
+
+def inventory_dir(root: Path) -> Path:
+    return state_dir(root) / "inventory"
+
+
+def inventory_path(root: Path, fleet: str) -> Path:
+    return inventory_dir(root) / f"{fleet}.json"
+
+
+def load(root: Path, fleet: str) -> Inventory:
+    path = inventory_path(root, fleet)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Inventory(fleet=fleet)
+    except (OSError, ValueError) as exc:
+        raise HermesStateError(f"cannot read the inventory {path}: {exc}", path=str(path),
+                               hint="restore it from a backup or move it away to start over (then apply --adopt)") from exc
+    if not isinstance(data, dict) or data.get("fleet") != fleet or not isinstance(data.get("objects"), dict):
+        raise HermesStateError(f"{path} is not an inventory of fleet {fleet!r}", path=str(path),
+                               hint="move it away and apply with --adopt to rebuild it")
+    return Inventory.from_json(fleet, data)
+
+
+def save(root: Path, inventory: Inventory) -> None:
+    folder = inventory_dir(root)
+    text = json.dumps(inventory.to_json(), indent=1, sort_keys=True, default=str) + "\n"
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fsio.atomic_write_text(inventory_path(root, inventory.fleet), text, mode=0o600)
+    except OSError as exc:  # e.g. a full disk: a clear error, not a traceback; the old inventory stays
+        raise HermesStateError(f"cannot write the inventory {inventory_path(root, inventory.fleet)}: {exc.strerror or exc}",
+                               path=str(inventory_path(root, inventory.fleet)),
+                               hint="free space or fix permissions, then apply again (what was applied is kept)") from exc
+    inventory.exists = True
+
+
+def all_fleets(root: Path) -> list[str]:
+    folder = inventory_dir(root)
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith("."))
+
+
+# --- the marker inside each owned profile ------------------------------------------------------
+
+
+def read_marker(root: Path, name: str) -> dict[str, Any] | None:
+    """The owner marker of profile `name`, if it is valid *for that profile* (a clone's copy is not)."""
+    try:
+        data = json.loads((profile_dir(root, name) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("profile") != name or not isinstance(data.get("fleet"), str):
+        return None
+    return data
+
+
+def marker_text(fleet: str, name: str) -> str:
+    return json.dumps({"fleet": fleet, "profile": name, "managed_by": "hermes-fleet",
+                       "note": "This profile is managed by hermes-fleet; see docs/cli.md"}, indent=1) + "\n"
+
+
+def write_marker(directory: Path, fleet: str, name: str) -> None:
+    fsio.atomic_write_text(directory / MARKER, marker_text(fleet, name), mode=0o644)
+
+
+def remove_marker(directory: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(directory / MARKER)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")

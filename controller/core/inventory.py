@@ -1,0 +1,83 @@
+"""The inventory as a value: what a fleet owns and the values it last applied (pure).
+
+Keys name objects: `install/root`, `bot/<name>`, `routine/<bot>/<title>`, `room/<name>`. The
+last-applied values make plans three-way (desired / live / last applied), which is how drift is
+told apart from a change in the manifests. Secret values are kept only as keyed hashes. Reading
+and writing the file is `controller.adapters.inventory`; this module never touches the disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+INSTALL_KEY = "install/root"
+HISTORY_KEPT = 10
+
+
+def bot_key(name: str) -> str:
+    return f"bot/{name}"
+
+
+def routine_key(bot: str, title: str) -> str:
+    return f"routine/{bot}/{title}"
+
+
+def room_key(name: str) -> str:
+    return f"room/{name}"
+
+
+def object_key(kind: str, name: str) -> str:
+    """The inventory key of a plan object (`install` has one key whatever its name)."""
+    return INSTALL_KEY if kind == "install" else f"{kind}/{name}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """(kind, name) of an inventory key; a routine's name is `<bot>/<title>`."""
+    kind, _, name = key.partition("/")
+    return kind, name
+
+
+def new_salt() -> str:
+    return secrets.token_hex(16)
+
+
+@dataclass
+class Inventory:
+    fleet: str
+    salt: str = field(default_factory=new_salt)
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_apply: dict[str, Any] | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    exists: bool = False
+
+    def owns(self, key: str) -> bool:
+        return key in self.objects
+
+    def applied(self, key: str) -> dict[str, Any]:
+        return self.objects.get(key, {}).get("applied", {})
+
+    def secret_hash(self, value: str) -> str:
+        """A keyed hash: detects a changed secret without storing it."""
+        return "hmac:" + hmac.new(self.salt.encode(), value.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def owned_bots(self) -> list[str]:
+        return sorted(name for kind, name in map(split_key, self.objects) if kind == "bot")
+
+    def keys_of(self, kind: str) -> list[str]:
+        return sorted(k for k in self.objects if split_key(k)[0] == kind)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schemaVersion": SCHEMA_VERSION, "fleet": self.fleet, "salt": self.salt,
+            "last_apply": self.last_apply, "history": self.history[-HISTORY_KEPT:], "objects": self.objects,
+        }
+
+    @classmethod
+    def from_json(cls, fleet: str, data: dict[str, Any]) -> Inventory:
+        return cls(fleet=fleet, salt=str(data.get("salt") or new_salt()), objects=data["objects"],
+                   last_apply=data.get("last_apply"), history=list(data.get("history") or []), exists=True)

@@ -1,0 +1,217 @@
+"""Routines as Hermes cron jobs, the way Bot Mode makes them (pure).
+
+A routine of bot B titled T is the job named `[bot:B] T` in B's own cron store (current Desktop
+passes `profile: B` to `cron.manage`, so the job lands in `<B>/cron/jobs.json`). Its prompt is the
+bare instruction for the `default` bot and the `[bot-mode:routine:v2]` delegation form for every
+other bot, exactly as Desktop's `routinePrompt` writes it, so a routine applied here cannot be told
+apart from one made in the Desktop (docs/routines.md; docs/hermes/bot-mode.md#routines).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from controller.errors import RefusedValue
+from controller.hermes import DEFAULT_PROFILE, schedules
+from controller.manifests.models import Routine
+
+SAFE_ROUTINE_MARKER = "[bot-mode:routine:v2] "
+ONESHOT_GRACE_SECONDS = 120  # Hermes refuses a one-shot further in the past than this
+# The job fields a routine manages; every other field (next_run_at, last_*, repeat.completed,
+# claims, snapshots, origin, created_at, unknown keys) belongs to Hermes and is kept as it is.
+MANAGED = ("name", "prompt", "schedule", "skills", "model", "provider", "base_url", "script", "no_agent",
+           "context_from", "enabled_toolsets", "workdir", "deliver", "repeat", "paused", "paused_reason")
+
+
+def job_name(bot: str, title: str) -> str:
+    return f"[bot:{bot}] {title.strip()}"
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+def routine_prompt(bot: str, title: str, instruction: str) -> str:
+    """Desktop's `routinePrompt`: bare for the default bot, else the v2 delegation form."""
+    if bot == DEFAULT_PROFILE or not instruction:
+        return instruction
+    return (
+        f'{SAFE_ROUTINE_MARKER}You are running the scheduled routine "{title}" for agent \'{bot}\'. '
+        "Execute it AS that agent so the run lands in its own history: run this in the terminal and relay "
+        f"the output:\n\nhermes -p {_quote(bot)} chat -c {_quote('Routine: ' + title)} "
+        f"-q {_quote('[Scheduled routine] ' + instruction)}\n\nIf the command fails, report the error instead."
+    )
+
+
+_V2_INSTRUCTION = re.compile(r"^\[bot-mode:routine:v2\] .* -q ('(?:[^']|'\"'\"')*')\n\nIf the command fails", re.S)
+
+
+def instruction_of(prompt: str) -> str:
+    """The instruction inside a prompt: the v2 delegation form unwrapped, a bare prompt as it is."""
+    match = _V2_INSTRUCTION.match(prompt)
+    if not match:
+        return prompt
+    quoted = match.group(1)[1:-1].replace("'\"'\"'", "'")
+    return quoted.removeprefix("[Scheduled routine] ")
+
+
+def same(key: str, have: Any, want: Any) -> bool:
+    """Equality of one managed field; a prompt in either Bot Mode form counts as the same prompt."""
+    if have == want:
+        return True
+    if key == "prompt" and isinstance(have, str) and isinstance(want, str):
+        # The bare and the v2 form of one instruction are the same routine. Two v2 texts must match
+        # exactly: they also carry the title and the bot, which a rename changes.
+        bare_have, bare_want = instruction_of(have), instruction_of(want)
+        return bare_have == bare_want and (bare_have == have or bare_want == want)
+    return False
+
+
+def desired_fields(bot: str, routine: Routine) -> dict[str, Any]:
+    """The managed job fields, in the form Hermes stores them."""
+    title = routine.name.strip()
+    parsed = schedules.parse(routine.schedule)
+    repeat = routine.repeat if routine.repeat is not None else (1 if parsed.kind == "once" else None)
+    return {
+        "name": job_name(bot, title),
+        "prompt": routine_prompt(bot, title, (routine.prompt or "").strip()),
+        "schedule": f"{parsed.kind}:{parsed.display}",
+        "skills": list(routine.skills or []),
+        "model": routine.model,
+        "provider": routine.provider,
+        "base_url": routine.base_url.rstrip("/") if routine.base_url else None,
+        "script": routine.script,
+        "no_agent": bool(routine.no_agent),
+        "context_from": list(routine.context_from) if routine.context_from else None,
+        "enabled_toolsets": list(routine.toolsets) if routine.toolsets else None,
+        "workdir": routine.workdir,
+        "deliver": routine.deliver or "local",
+        "repeat": repeat,
+        "paused": routine.paused,
+        "paused_reason": (routine.paused_reason if routine.paused else None),
+    }
+
+
+def live_fields(job: dict[str, Any]) -> dict[str, Any]:
+    """The same managed fields read back from a job record (as Hermes would interpret it)."""
+    schedule = job.get("schedule") if isinstance(job.get("schedule"), dict) else {}
+    repeat = job.get("repeat") if isinstance(job.get("repeat"), dict) else {}
+    paused = job.get("enabled") is False or job.get("state") == "paused"
+    skills = job.get("skills")
+    if not isinstance(skills, list):
+        skills = [job["skill"]] if job.get("skill") else []
+    return {
+        "name": job.get("name"),
+        "prompt": job.get("prompt") or "",
+        "schedule": f"{schedule.get('kind')}:{schedule.get('display')}",
+        "skills": skills,
+        "model": job.get("model"),
+        "provider": job.get("provider"),
+        "base_url": job.get("base_url"),
+        "script": job.get("script"),
+        "no_agent": bool(job.get("no_agent")),
+        "context_from": job.get("context_from") or None,
+        "enabled_toolsets": job.get("enabled_toolsets") or None,
+        "workdir": job.get("workdir"),
+        "deliver": job.get("deliver") or "local",
+        "repeat": repeat.get("times"),
+        "paused": paused,
+        "paused_reason": job.get("paused_reason") if paused else None,
+    }
+
+
+def is_one_shot(routine: Routine) -> bool:
+    return schedules.parse(routine.schedule).kind == "once"
+
+
+def next_run(routine: Routine, now: datetime) -> str | None:
+    """`next_run_at` for a new or rescheduled job, as Hermes' compute_next_run gives it."""
+    parsed = schedules.parse(routine.schedule, tz=now.tzinfo)
+    if parsed.kind == "cron":
+        from croniter import croniter
+
+        return croniter(parsed.expr, now).get_next(datetime).isoformat()
+    if parsed.kind == "interval":
+        return (now + timedelta(minutes=parsed.minutes or 0)).isoformat()
+    run_at = parsed.run_at or now + timedelta(minutes=parsed.relative_minutes or 0)
+    if run_at < now - timedelta(seconds=ONESHOT_GRACE_SECONDS):
+        raise RefusedValue(f"the one-shot time {routine.schedule!r} is more than {ONESHOT_GRACE_SECONDS} s in the "
+                         "past; Hermes would never run it (set a future time or remove the routine)")
+    return run_at.isoformat()
+
+
+def new_job(bot: str, routine: Routine, now: datetime) -> dict[str, Any]:
+    """A complete job record in the shape `cron.jobs.create_job` writes."""
+    fields = desired_fields(bot, routine)
+    parsed = schedules.parse(routine.schedule, tz=now.tzinfo)
+    skills = fields["skills"]
+    job = {
+        "id": uuid.uuid4().hex[:12],
+        "name": fields["name"],
+        "prompt": fields["prompt"],
+        "skills": skills,
+        "skill": skills[0] if skills else None,
+        "model": fields["model"],
+        "provider": fields["provider"],
+        "provider_snapshot": None,
+        "model_snapshot": None,
+        "base_url": fields["base_url"],
+        "script": fields["script"],
+        "no_agent": fields["no_agent"],
+        "context_from": fields["context_from"],
+        "schedule": parsed.as_hermes(now),
+        "schedule_display": parsed.display,
+        "repeat": {"times": fields["repeat"], "completed": 0},
+        "enabled": True,
+        "state": "scheduled",
+        "paused_at": None,
+        "paused_reason": None,
+        "created_at": now.isoformat(),
+        "next_run_at": next_run(routine, now),
+        "last_run_at": None,
+        "last_status": None,
+        "last_error": None,
+        "last_delivery_error": None,
+        "deliver": fields["deliver"],
+        "origin": None,
+        "enabled_toolsets": fields["enabled_toolsets"],
+        "workdir": fields["workdir"],
+    }
+    if routine.paused:
+        _pause(job, routine.paused_reason, now)
+    return job
+
+
+def update_job(job: dict[str, Any], bot: str, routine: Routine, changed: set[str], now: datetime) -> None:
+    """Set the changed managed fields on a live job in place; runtime fields stay Hermes'."""
+    fields = desired_fields(bot, routine)
+    for key in changed & {"name", "prompt", "model", "provider", "base_url", "script", "no_agent",
+                          "context_from", "enabled_toolsets", "workdir", "deliver"}:
+        job[key] = fields[key]
+    if "skills" in changed:
+        job["skills"] = fields["skills"]
+        job["skill"] = fields["skills"][0] if fields["skills"] else None
+    if "repeat" in changed:
+        repeat = job.get("repeat") if isinstance(job.get("repeat"), dict) else {}
+        job["repeat"] = {**repeat, "times": fields["repeat"], "completed": repeat.get("completed", 0)}
+    if "schedule" in changed:
+        parsed = schedules.parse(routine.schedule, tz=now.tzinfo)
+        job["schedule"] = parsed.as_hermes(now)
+        job["schedule_display"] = parsed.display
+    if routine.paused and ("paused" in changed or "paused_reason" in changed):
+        _pause(job, routine.paused_reason, now)
+    elif not routine.paused and "paused" in changed:
+        job.update({"enabled": True, "state": "scheduled", "paused_at": None, "paused_reason": None})
+        job["next_run_at"] = next_run(routine, now)
+    if "schedule" in changed and not routine.paused:
+        job["next_run_at"] = next_run(routine, now)
+
+
+def _pause(job: dict[str, Any], reason: str | None, now: datetime) -> None:
+    job.update({"enabled": False, "state": "paused", "paused_reason": reason})
+    job.setdefault("paused_at", None)
+    if not job["paused_at"]:
+        job["paused_at"] = now.isoformat()

@@ -1,0 +1,27 @@
+"""The planner: desired state + what was observed + the inventory + `now` -> a Plan (pure).
+
+`plan(inputs)` reads nothing but its frozen Inputs: no file, no clock, no network. Each kind of
+object has its own module (bots, routines, rooms); the prune guard runs over the bot changes
+before routines and rooms look at what their bots will do.
+"""
+
+from __future__ import annotations
+
+from controller.core.planning import bots, prune, rooms, routines
+from controller.core.types import Action, Inputs, Kind, ObjectChange, Plan
+
+
+def plan(inputs: Inputs) -> Plan:
+    state = inputs.state
+    changes: list[ObjectChange] = [bots.plan_install(inputs)]
+    changes += [bots.plan_bot(inputs, bot) for bot in state.bots.values()]
+    changes += [bots.plan_orphan(inputs, name) for name in inputs.inventory.owned_bots() if name not in state.bots]
+    changes = prune.guard(inputs, changes)
+    bot_actions: dict[str, Action] = {c.name: c.action for c in changes if c.kind is Kind.BOT}
+    for name, bot in state.bots.items():
+        changes += routines.plan_routines(inputs, bot, bot_actions[name])
+    changes += routines.plan_routine_orphans(inputs, bot_actions)
+    room_changes, notes = rooms.plan_rooms(inputs, bot_actions)
+    changes += room_changes
+    return Plan(fleet=state.fleet, digest=state.digest, changes=tuple(changes), prune=inputs.options.prune,
+                notes=tuple(notes))

@@ -1,0 +1,205 @@
+"""Planning the install-wide settings and the bots: a three-way diff per field (pure).
+
+Three-way, like `kubectl apply`'s last-applied: a field is compared desired vs live; it is drift
+when the live value also differs from what this fleet last applied (core.drift). A field the
+manifests stop setting is removed (config/.env keys) or explicitly cleared (Bot Mode metadata)
+only if nobody changed it since we applied it. Secret values never enter a plan, only "(secret)".
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from controller.core import drift
+from controller.core.inventory import INSTALL_KEY, Inventory, bot_key
+from controller.core.types import Action, FieldChange, Inputs, Kind, LiveProfile, ObjectChange, Op, Reason
+from controller.hermes import DEFAULT_PROFILE
+from controller.manifests.desired import DesiredBot, DesiredState
+
+# ui_meta['hermes-bots'] keys this tool manages, and the explicit value that clears each one
+# (Desktop keeps keys the server omits, so a clear must be written: docs/hermes/bot-mode.md#clearing).
+META_CLEAR: dict[str, Any] = {
+    "title": None, "description": None, "hidden": False, "pinned": False, "sectionId": None,
+    "sectionName": None, "shape": None, "color": None, "imageKind": None, "custom": False,
+}
+# Fields that stay as they are when the manifests stop managing them (a persona, a chat history).
+KEPT_ON_RELEASE = ("soul", "botchat")
+
+
+# --- field values ------------------------------------------------------------------------------
+
+
+def desired_fields(bot: DesiredBot, env_values: Mapping[str, str], avatar: tuple[str, str] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {f"config:{k}": v for k, v in bot.config.items()}
+    out.update({f"env:{k}": v for k, v in env_values.items()})
+    if bot.description is not None:
+        # Top-level profile.yaml description only: that is what Desktop writes and reads (via
+        # `profile describe`); ui_meta's own `description` has no Desktop writer, and a copy there
+        # would go stale on the next Desktop edit (docs/hermes/bot-mode.md#record).
+        out["profile:description"] = bot.description.strip()
+    if bot.display_name is not None:
+        out["profile:display_name"] = bot.display_name
+    for key, value in (("title", bot.title), ("hidden", bot.hidden), ("pinned", bot.pinned)):
+        if value is not None:
+            out[f"meta:{key}"] = value
+    if bot.section is not None:
+        out["meta:sectionId"], out["meta:sectionName"] = bot.section
+    for key, value in (bot.avatar or {}).items():
+        if value is not None:
+            out[f"meta:{key}"] = value
+    if bot.soul is not None:
+        out["soul"] = bot.soul
+    if avatar is not None:
+        out["avatar"] = f"{avatar[0]}:{avatar[1]}"
+    out["botchat"] = True
+    return out
+
+
+def install_fields(state: DesiredState, env_values: Mapping[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {f"config:{k}": v for k, v in state.install_config.items()}
+    out.update({f"env:{k}": v for k, v in env_values.items()})
+    return out
+
+
+def clear_value(name: str) -> Any:
+    space, _, key = name.partition(":")
+    return META_CLEAR.get(key) if space == "meta" else None
+
+
+def applied_record(desired: Mapping[str, Any], secret_keys: frozenset[str] | set[str],
+                   inventory: Inventory) -> dict[str, Any]:
+    """What the inventory records for these desired values (secrets and souls hashed)."""
+    return {name: drift.comparable(name, value, secret=name.startswith("env:") and name[4:] in secret_keys,
+                                   inventory=inventory)
+            for name, value in desired.items()}
+
+
+def diff_fields(desired: Mapping[str, Any], live: LiveProfile, applied: Mapping[str, Any],
+                secret_keys: frozenset[str] | set[str], inventory: Inventory) -> list[FieldChange]:
+    changes: list[FieldChange] = []
+    for name in sorted(set(desired) | set(applied)):
+        # A key applied as a secret stays one after the manifests drop it (its record is a keyed
+        # hash): compared as a hash, so the removal is planned and its value never shown.
+        secret = name.startswith("env:") and (name[4:] in secret_keys or drift.is_secret_record(applied.get(name)))
+        present, live_raw = live.value(name)
+        if present and name.startswith("config:") and name not in applied and not live.config_raw(name[7:]):
+            # Absent from the file but equal to Hermes' default: write it explicitly the first
+            # time (pinning it); once applied, a later absence means Hermes dropped it (no drift).
+            present = False
+        drifted = name in applied and drift.field_drifted(name, applied[name], live, inventory)
+        if name in desired:
+            want = drift.comparable(name, desired[name], secret=secret, inventory=inventory)
+            if present and drift.comparable(name, live_raw, secret=secret, inventory=inventory) == want:
+                continue
+            op = Op.CHANGE if present else Op.ADD
+            changes.append(FieldChange(name, op, shown(name, live_raw if present else None, secret),
+                                       shown(name, desired[name], secret), secret, drifted))
+        elif present and not drifted and name not in KEPT_ON_RELEASE and live_raw != clear_value(name):
+            # No longer in the manifests, and untouched since we applied it: remove / clear it.
+            changes.append(FieldChange(name, Op.REMOVE, shown(name, live_raw, secret), None, secret, False))
+    return changes
+
+
+def shown(name: str, value: Any, secret: bool) -> Any:
+    """A value as a plan shows it: secrets masked, a SOUL summarised."""
+    if value is None:
+        return None
+    if secret:
+        return "(secret)"
+    if name == "soul":
+        text = str(value)
+        return f"({len(text.splitlines())} lines, sha256:{hashlib.sha256(text.encode()).hexdigest()[:12]})"
+    return value
+
+
+# --- objects ------------------------------------------------------------------------------------
+
+
+def plan_install(inputs: Inputs) -> ObjectChange:
+    obs = inputs.observed
+    live = obs.live[DEFAULT_PROFILE]
+
+    def install(action: Action, code: Reason, reason: str, fields: tuple[FieldChange, ...] = ()) -> ObjectChange:
+        return ObjectChange(Kind.INSTALL, "root", action, code, reason, fields, drift=any(f.drift for f in fields))
+
+    if live.errors:
+        return install(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
+    if "" in obs.secret_errors:
+        return install(Action.ERROR, Reason.SECRET_UNAVAILABLE, obs.secret_errors[""])
+    desired = install_fields(inputs.state, obs.env_values.get("", {}))
+    taken = sorted(f for f in desired if f in obs.foreign_install)
+    if taken:
+        owners = ", ".join(f"{f} (fleet {obs.foreign_install[f]!r})" for f in taken)
+        return install(Action.CONFLICT, Reason.FOREIGN_OWNER, f"install-wide keys owned by another fleet: {owners}")
+    applied = inputs.inventory.applied(INSTALL_KEY)
+    fields = tuple(diff_fields(desired, live, applied, obs.secret_keys.get("", frozenset()), inputs.inventory))
+    return install(Action.UPDATE if fields else Action.NOOP, Reason.INSTALL_SETTINGS,
+                   "install-wide settings (root profile)", fields)
+
+
+def owned_by(inputs: Inputs, name: str) -> bool:
+    """This fleet owns the profile: by its inventory, or by the marker inside the profile."""
+    live = inputs.observed.live.get(name)
+    marker = live.marker if live is not None else None
+    return inputs.inventory.owns(bot_key(name)) or bool(marker and marker.get("fleet") == inputs.state.fleet)
+
+
+def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
+    obs = inputs.observed
+    fleet = inputs.state.fleet
+    key = bot_key(bot.name)
+    live = obs.live[bot.name]
+    origin = str(bot.origin)
+
+    def change(action: Action, code: Reason, reason: str, fields: list[FieldChange] | None = None,
+               drifted: bool = False) -> ObjectChange:
+        return ObjectChange(Kind.BOT, bot.name, action, code, reason, tuple(fields or ()), origin, drifted)
+
+    owned = owned_by(inputs, bot.name)
+    foreign = (obs.foreign.get(key) or (live.marker or {}).get("fleet")) if not owned else None
+    if foreign and foreign != fleet:
+        return change(Action.CONFLICT, Reason.FOREIGN_OWNER,
+                      f"profile is owned by fleet {foreign!r}; two fleets never manage one object")
+    if live.errors:
+        return change(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
+    if bot.name in obs.secret_errors:
+        return change(Action.ERROR, Reason.SECRET_UNAVAILABLE, obs.secret_errors[bot.name])
+    desired = desired_fields(bot, obs.env_values.get(bot.name, {}), obs.avatars.get(bot.name))
+    applied = inputs.inventory.applied(key) if owned else {}
+    secret_keys = obs.secret_keys.get(bot.name, frozenset())
+    if not live.exists and bot.name != DEFAULT_PROFILE:
+        if live.tombstoned:
+            return change(Action.ERROR, Reason.TOMBSTONED, f"profiles/.deleted/{bot.name} marks this profile as "
+                          "deleted by Hermes; remove the tombstone with `hermes profile create` or rename the bot")
+        fields = diff_fields(desired, live, {}, secret_keys, inputs.inventory)
+        if owned:
+            return change(Action.CREATE, Reason.RECREATED, "profile was deleted outside hermes-fleet; recreating it",
+                          fields, drifted=True)
+        return change(Action.CREATE, Reason.NEW, "profile does not exist", fields)
+    fields = diff_fields(desired, live, applied, secret_keys, inputs.inventory)
+    if owned:
+        return change(Action.UPDATE if fields else Action.NOOP, Reason.MANAGED, "managed by this fleet", fields,
+                      any(f.drift for f in fields))
+    if not inputs.options.adopt:
+        return change(Action.CONFLICT, Reason.UNMANAGED, f"profile {bot.name!r} exists but is not managed by fleet "
+                      f"{fleet!r}; re-run with --adopt to take it over", fields)
+    return change(Action.ADOPT, Reason.ADOPTED, "existing profile taken over (--adopt)", fields)
+
+
+def plan_orphan(inputs: Inputs, name: str) -> ObjectChange:
+    def orphan(action: Action, code: Reason, reason: str) -> ObjectChange:
+        return ObjectChange(Kind.BOT, name, action, code, reason)
+
+    if name == DEFAULT_PROFILE:
+        return orphan(Action.RELEASE, Reason.RELEASED_DEFAULT, "removed from the manifests; the default profile is "
+                      "never deleted, only released from this fleet")
+    live = inputs.observed.live.get(name)
+    if live is not None and not live.exists:
+        return orphan(Action.RELEASE, Reason.ALREADY_GONE, "removed from the manifests and already gone from the home")
+    if not inputs.options.prune:
+        return orphan(Action.ORPHAN, Reason.REMOVED, "removed from the manifests; `apply --prune` moves it to a "
+                      "restorable backup")
+    return orphan(Action.DELETE, Reason.PRUNED, "removed from the manifests (--prune): moved to a backup under "
+                  ".hermes-fleet/backups, restorable with `hermes-fleet restore`")

@@ -1,0 +1,24 @@
+"""The prune guard: a prune that would delete too many bots is a conflict until --yes (pure)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from controller.core.types import Action, Inputs, ObjectChange, Reason
+
+PRUNE_GUARD_FRACTION = 0.25
+
+
+def guard(inputs: Inputs, changes: list[ObjectChange]) -> list[ObjectChange]:
+    """The changes, with every bot deletion turned into a conflict when the prune is too large."""
+    deletes = [c for c in changes if c.action is Action.DELETE]
+    owned = len(inputs.inventory.owned_bots())
+    if not deletes or inputs.options.yes:
+        return changes
+    limit = max(1, int(owned * PRUNE_GUARD_FRACTION))
+    if len(deletes) <= limit and not (owned > 1 and len(deletes) == owned):
+        return changes
+    reason = (f"prune would delete {len(deletes)} of {owned} bots (more than the {PRUNE_GUARD_FRACTION:.0%} guard); "
+              "re-run with --yes if that is intended")
+    return [dataclasses.replace(c, action=Action.CONFLICT, code=Reason.PRUNE_GUARD, reason=reason)
+            if c.action is Action.DELETE else c for c in changes]

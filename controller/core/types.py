@@ -1,0 +1,306 @@
+"""The domain's value types: what a plan is made of and what the planner is given (pure, frozen).
+
+Every kind, field operation, action, reason and run result is a StrEnum, so code never takes
+strings apart to learn what something is, and `plan -o json` carries codes CI can gate on
+(docs/cli.md, "Reason codes"). Nothing here reads a file or the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from controller.core.inventory import Inventory
+from controller.hermes import DEFAULT_PROFILE, defaults
+from controller.manifests.desired import DesiredState
+
+
+class Kind(StrEnum):
+    """What an object of a plan is."""
+
+    INSTALL = "install"  # the install-wide settings (root profile)
+    BOT = "bot"
+    ROUTINE = "routine"
+    ROOM = "room"
+
+
+class Op(StrEnum):
+    """What happens to one field."""
+
+    ADD = "add"
+    CHANGE = "change"
+    REMOVE = "remove"
+
+
+class Action(StrEnum):
+    """What happens to one object."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    ADOPT = "adopt"
+    DELETE = "delete"
+    NOOP = "no-op"
+    ORPHAN = "orphan"  # owned, gone from the manifests, kept because --prune was not given
+    RELEASE = "release"  # gone from the manifests and never deleted (the default profile)
+    CONFLICT = "conflict"
+    ERROR = "error"
+
+
+WRITING_ACTIONS = (Action.CREATE, Action.UPDATE, Action.ADOPT, Action.DELETE, Action.RELEASE)
+
+
+class Reason(StrEnum):
+    """Why an object got its action: stable codes for CI (`plan -o json` → `reason_code`)."""
+
+    NEW = "new"  # not there yet: created
+    MANAGED = "managed"  # owned by this fleet: updated or unchanged
+    INSTALL_SETTINGS = "install-settings"  # the root profile's install-wide settings
+    RENAMED = "renamed"  # a routine or room found under its renamed_from name
+    RECREATED = "recreated"  # owned, but deleted outside hermes-fleet: made again (drift)
+    ADOPTED = "adopted"  # an existing object taken over with --adopt
+    ID_EXISTS = "id-exists"  # a room with this fleet's own id exists (a lost create reply): taken over
+    UNMANAGED = "unmanaged"  # exists, not owned by this fleet: conflict until --adopt
+    FOREIGN_OWNER = "foreign-owner"  # owned by another fleet: conflict
+    AMBIGUOUS = "ambiguous"  # several live objects could be the one to adopt: conflict
+    PRUNE_GUARD = "prune-guard"  # a prune above the guard: conflict until --yes
+    TOMBSTONED = "tombstoned"  # Hermes marks the profile as deleted
+    UNREADABLE = "unreadable"  # a live file could not be read
+    SECRET_UNAVAILABLE = "secret-unavailable"  # a referenced secret cannot be read on this machine
+    WAITS_FOR_BOT = "waits-for-bot"  # a bot it needs is in conflict or error
+    REMOTE_MEMBERS = "remote-members"  # a room member on another machine (not supported yet)
+    GATEWAY_PENDING = "gateway-pending"  # the gateway could not be asked; nothing is assumed
+    GATEWAY_UNSUPPORTED = "gateway-unsupported"  # the gateway lacks a method or its worker
+    PEER_MEMBERS = "peer-members"  # the live room has remote members: the gateway refuses edits
+    REMOVED = "removed"  # gone from the manifests, kept until --prune (orphan)
+    PRUNED = "pruned"  # gone from the manifests, deleted with --prune
+    RELEASED_DEFAULT = "released-default"  # the default profile is released, never deleted
+    ALREADY_GONE = "already-gone"  # gone from the manifests and from the home already
+    GOES_WITH_BOT = "goes-with-bot"  # a routine released with its bot
+    ONE_SHOT_DONE = "one-shot-done"  # a one-shot routine ran and Hermes removed it
+
+
+class RunResult(StrEnum):
+    """The outcome of one apply, as recorded in the inventory's history."""
+
+    OK = "ok"
+    PARTIAL = "partial"
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str  # namespace:key, e.g. config:model.default, env:OPENROUTER_API_KEY, meta:title
+    op: Op
+    old: Any
+    new: Any
+    secret: bool = False
+    drift: bool = False
+
+    @property
+    def space(self) -> str:
+        return self.field.partition(":")[0]
+
+    @property
+    def key(self) -> str:
+        return self.field.partition(":")[2]
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    kind: Kind
+    name: str  # a bot, a room, or `<bot>/<title>` for a routine
+    action: Action
+    code: Reason
+    reason: str = ""  # the same, in words, with the details
+    fields: tuple[FieldChange, ...] = ()
+    origin: str = ""
+    drift: bool = False
+    ref: str = ""  # the live identity, where it is not the name (a cron job's id, a room id)
+
+    @property
+    def key(self) -> str:
+        from controller.core import inventory
+
+        return inventory.object_key(self.kind, self.name)
+
+    @property
+    def bot(self) -> str:
+        """The bot a routine belongs to (its own name for a bot)."""
+        return self.name.partition("/")[0] if self.kind is Kind.ROUTINE else self.name
+
+    @property
+    def title(self) -> str:
+        """A routine's title."""
+        return self.name.partition("/")[2]
+
+
+@dataclass(frozen=True)
+class Plan:
+    fleet: str
+    digest: str
+    changes: tuple[ObjectChange, ...]
+    prune: bool = False
+    notes: tuple[str, ...] = ()
+
+    def by_action(self, *actions: Action) -> list[ObjectChange]:
+        return [c for c in self.changes if c.action in actions]
+
+    @property
+    def has_changes(self) -> bool:
+        return any(c.action in WRITING_ACTIONS for c in self.changes)
+
+    @property
+    def conflicts(self) -> list[ObjectChange]:
+        return self.by_action(Action.CONFLICT)
+
+    @property
+    def errors(self) -> list[ObjectChange]:
+        return self.by_action(Action.ERROR)
+
+    @property
+    def drifted(self) -> list[ObjectChange]:
+        return [c for c in self.changes if c.drift]
+
+    def counts(self) -> dict[str, int]:
+        out = {a.value: 0 for a in Action}
+        for change in self.changes:
+            out[change.action.value] += 1
+        return out
+
+
+# --- what observing found (built once by engine.observing; the planner only reads it) ------------
+
+
+@dataclass(frozen=True)
+class LiveProfile:
+    """One profile folder as found on disk, as plain values (the root profile for `default`)."""
+
+    name: str
+    path: Path
+    exists: bool
+    tombstoned: bool = False
+    marker: Mapping[str, Any] | None = None
+    config: Mapping[str, Any] | None = None  # config.yaml as plain data; None: unreadable
+    config_exists: bool = False
+    env: Mapping[str, str] | None = None  # .env as Hermes loads it (last binding wins)
+    description: str | None = None  # profile.yaml, as Hermes reads it (stripped)
+    display_name: str | None = None
+    meta: Mapping[str, Any] | None = None  # ui_meta['hermes-bots'], None when absent
+    soul: str | None = None
+    avatar: tuple[str, str] | None = None  # (extension, sha256) of assets/avatar.<ext>
+    avatar_files: tuple[str, ...] = ()
+    bot_chat: bool = False
+    errors: tuple[str, ...] = ()
+
+    def config_value(self, dotted: str) -> tuple[bool, Any]:
+        """The value Hermes would use: an absent key reads as Hermes' default (not drift)."""
+        if self.config is None:
+            return False, None
+        present, value = defaults.lookup(self.config, dotted)
+        return (True, value) if present else defaults.default_for(dotted)
+
+    def config_raw(self, dotted: str) -> bool:
+        """Whether the key is literally in config.yaml (not just implied by a Hermes default)."""
+        return self.config is not None and defaults.lookup(self.config, dotted)[0]
+
+    def env_value(self, key: str) -> tuple[bool, Any]:
+        if self.env is None or key not in self.env:
+            return False, None
+        return True, self.env[key]
+
+    def meta_value(self, key: str) -> tuple[bool, Any]:
+        if self.meta is None or key not in self.meta:
+            return False, None
+        return True, self.meta[key]
+
+    def profile_value(self, key: str) -> tuple[bool, Any]:
+        value = self.description if key == "description" else self.display_name
+        return value is not None, value
+
+    def value(self, name: str) -> tuple[bool, Any]:
+        """(present?, value) of one plan field (`config:a.b`, `env:K`, `meta:title`, `soul`, ...)."""
+        space, _, key = name.partition(":")
+        if space == "config":
+            return self.config_value(key)
+        if space == "env":
+            return self.env_value(key)
+        if space == "meta":
+            return self.meta_value(key)
+        if space == "profile":
+            return self.profile_value(key)
+        if space == "soul":
+            return self.soul is not None, self.soul
+        if space == "avatar":
+            return (True, f"{self.avatar[0]}:{self.avatar[1]}") if self.avatar else (False, None)
+        if space == "botchat":
+            return (True, True) if self.bot_chat else (False, None)
+        raise KeyError(name)
+
+
+def absent_profile(name: str, path: Path) -> LiveProfile:
+    return LiveProfile(name=name, path=path, exists=False)
+
+
+@dataclass(frozen=True)
+class GatewayView:
+    """What the gateway said about rooms (read-only), or why it could not be asked."""
+
+    error: str = ""  # non-empty: every room is pending with this reason
+    origin: str = ""
+    capabilities: Mapping[str, Any] = field(default_factory=dict)
+    rooms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # room_id -> room (disbanded too)
+
+    @property
+    def methods(self) -> set[str]:
+        return set(self.capabilities.get("methods") or [])
+
+    @property
+    def driver(self) -> bool:
+        return self.capabilities.get("driver") is True
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything read from the machine for one plan: the home, the gateway, resolved secrets."""
+
+    live: Mapping[str, LiveProfile]  # by profile name; "default" is the root
+    env_values: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # bot ("" = install) -> .env values
+    secret_keys: Mapping[str, frozenset[str]] = field(default_factory=dict)  # bot ("" = install) -> secret keys
+    secret_errors: Mapping[str, str] = field(default_factory=dict)  # bot -> why a secret is missing
+    avatars: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # bot -> (ext, sha256) of its image
+    foreign: Mapping[str, str] = field(default_factory=dict)  # object key -> other fleet owning it
+    foreign_install: Mapping[str, str] = field(default_factory=dict)  # install field -> other fleet
+    jobs: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)  # bot -> live cron jobs
+    job_errors: Mapping[str, str] = field(default_factory=dict)  # bot -> why its cron store is unreadable
+    timezones: Mapping[str, tzinfo | None] = field(default_factory=dict)  # bot -> its scheduler's zone
+    rooms: GatewayView | None = None  # None: no room to look at
+
+
+@dataclass(frozen=True)
+class Options:
+    prune: bool = False
+    adopt: bool = False
+    yes: bool = False
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything the planner needs; it reads nothing else (no file, no clock)."""
+
+    state: DesiredState
+    inventory: Inventory
+    observed: Observed
+    now: datetime  # timezone-aware; the planner's only clock
+    options: Options = Options()
+
+    def live(self, name: str) -> LiveProfile:
+        return self.observed.live[name]
+
+
+__all__ = [
+    "DEFAULT_PROFILE", "WRITING_ACTIONS", "Action", "FieldChange", "GatewayView", "Inputs", "Kind", "LiveProfile",
+    "ObjectChange", "Observed", "Op", "Options", "Plan", "Reason", "RunResult", "absent_profile",
+]

@@ -1,0 +1,98 @@
+"""Applying: carry out a Plan through the adapters, one object at a time.
+
+Bots first (bots.py), then each bot's routines in one locked write of its cron store
+(routines.py), then rooms over the gateway (rooms.py). A failure stops that one object, is
+recorded with its cause, and the others go on; the next apply finishes the job. Ownership and
+last-applied values are recorded in the inventory as each object lands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controller.adapters import gateway as gw
+from controller.core.types import WRITING_ACTIONS, Action, Inputs, Kind, ObjectChange, Plan
+from controller.engine.applying import bots, rooms, routines
+from controller.errors import ControllerError
+
+
+@dataclass
+class Outcome:
+    change: ObjectChange
+    ok: bool
+    error: str = ""
+
+
+@dataclass
+class ApplyResult:
+    outcomes: list[Outcome] = field(default_factory=list)
+    abandoned: bool = False  # stopped early on request (SIGTERM); the next apply finishes the job
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def done(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.ok]
+
+
+def apply_plan(root: Path, plan: Plan, inputs: Inputs, *, gateway: gw.GatewayOptions | None = None,
+               on_outcome: Callable[[Outcome], None] | None = None,
+               should_stop: Callable[[], bool] | None = None) -> ApplyResult:
+    """Converge every object the plan writes; record ownership in the inventory as we go."""
+    result = ApplyResult()
+
+    def report(outcome: Outcome) -> None:
+        result.outcomes.append(outcome)
+        if on_outcome:
+            on_outcome(outcome)
+
+    routine_batches: dict[str, list[ObjectChange]] = {}
+    room_changes: list[ObjectChange] = []
+    failed_bots: set[str] = set()
+    for change in plan.changes:
+        if change.action is Action.NOOP:
+            bots.refresh_record(root, change, inputs)
+        if change.action not in WRITING_ACTIONS:
+            continue
+        if should_stop is not None and should_stop():
+            result.abandoned = True  # a shutdown between two objects: each finished object is whole
+            break
+        if change.kind is Kind.ROUTINE:
+            routine_batches.setdefault(change.bot, []).append(change)
+        elif change.kind is Kind.ROOM:
+            room_changes.append(change)
+        else:
+            try:
+                bots.apply_object(root, change, inputs)
+                report(Outcome(change, True))
+            except (ControllerError, OSError) as exc:
+                report(Outcome(change, False, cause(exc)))
+                failed_bots.add(change.name)
+    for bot, batch in routine_batches.items():
+        if result.abandoned:
+            break
+        if bot in failed_bots:
+            for change in batch:
+                report(Outcome(change, False, f"bot/{bot} was not converged"))
+            continue
+        try:
+            routines.apply_routines(root, bot, batch, inputs)
+            outcomes = [Outcome(change, True) for change in batch]
+        except (ControllerError, OSError) as exc:
+            outcomes = [Outcome(change, False, cause(exc)) for change in batch]
+        for outcome in outcomes:
+            report(outcome)
+    if room_changes and not result.abandoned:
+        rooms.apply_rooms(root, room_changes, inputs, gateway, failed_bots,
+                          lambda c, ok, error: report(Outcome(c, ok, error)))
+    return result
+
+
+def cause(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)

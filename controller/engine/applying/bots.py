@@ -1,0 +1,204 @@
+"""Applying bots and the install-wide settings: a fixed order of small atomic writes.
+
+Profile folder, config.yaml, .env, SOUL.md, profile.yaml, avatar, Bot Chat; every file is
+re-read just before it is written, so a concurrent Hermes writer loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from controller.adapters import configfile, envfile, fsio, profilemeta, profiles, sessions
+from controller.adapters import inventory as inventory_file
+from controller.adapters.home import profile_dir
+from controller.core import jobs
+from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_key
+from controller.core.planning.bots import applied_record, clear_value, desired_fields, install_fields, owned_by
+from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op
+from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
+from controller.manifests.desired import DesiredBot
+
+META_NEVER_WRITE = ("image", "pet", "chat")  # docs/hermes/bot-mode.md#never-written
+
+
+def apply_object(root: Path, change: ObjectChange, inputs: Inputs) -> None:
+    """Converge one bot (or the install-wide settings) and record it in the inventory."""
+    inventory = inputs.inventory
+    obs = inputs.observed
+    fleet = inputs.state.fleet
+    if change.kind is Kind.INSTALL:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        desired = install_fields(inputs.state, obs.env_values.get("", {}))
+        write_fields(root, change.fields, desired, bot=None)
+        record(inventory, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated")
+        return
+    name = change.name
+    if change.action is Action.DELETE:
+        profiles.backup_profile(root, name, fleet=fleet)
+        inventory.objects.pop(bot_key(name), None)
+        return
+    if change.action is Action.RELEASE:
+        path = profile_dir(root, name)
+        if name != DEFAULT_PROFILE and path.is_dir():
+            inventory_file.remove_marker(path)
+        inventory.objects.pop(bot_key(name), None)
+        return
+    bot = inputs.state.bots[name]
+    path = profile_dir(root, name)
+    if change.action is Action.CREATE:
+        profiles.create_profile(root, name, clone_from=bot.clone_from, create_empty=bot.create_empty,
+                                extra_files={inventory_file.MARKER: inventory_file.marker_text(fleet, name)})
+    elif name == DEFAULT_PROFILE:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    elif change.action is Action.ADOPT or inventory_file.read_marker(root, name) is None:
+        inventory_file.write_marker(path, fleet, name)
+    desired = desired_fields(bot, obs.env_values.get(name, {}), obs.avatars.get(name))
+    write_fields(path, change.fields, desired, bot=bot)
+    verb = {Action.CREATE: "created", Action.ADOPT: "adopted"}.get(change.action, "updated")
+    record(inventory, bot_key(name), desired, obs.secret_keys.get(name, frozenset()), verb)
+
+
+def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
+    """A no-op object already holds the desired values: make its inventory record say so.
+
+    After a crash between the files and the inventory write, the files are new and the record is
+    old (or missing); without this, status would report drift and three-way diffs would misjudge.
+    """
+    inventory = inputs.inventory
+    obs = inputs.observed
+    if change.kind is Kind.INSTALL and inventory.owns(INSTALL_KEY):
+        desired = install_fields(inputs.state, obs.env_values.get("", {}))
+        key, secret_keys = INSTALL_KEY, obs.secret_keys.get("", frozenset())
+    elif change.kind is Kind.BOT and change.name in inputs.state.bots and (
+            owned_by(inputs, change.name)
+            or (inventory_file.read_marker(root, change.name) or {}).get("fleet") == inputs.state.fleet):
+        bot = inputs.state.bots[change.name]
+        desired = desired_fields(bot, obs.env_values.get(change.name, {}), obs.avatars.get(change.name))
+        key, secret_keys = bot_key(change.name), obs.secret_keys.get(change.name, frozenset())
+    elif change.kind is Kind.ROUTINE and change.ref:
+        entry = inventory.objects.get(routine_key(change.bot, change.title))
+        desired_bot = inputs.state.bots.get(change.bot)
+        routine = next((r for r in (desired_bot.routines if desired_bot else ()) if r.name == change.title), None)
+        if entry is not None and routine is not None:
+            fields = jobs.desired_fields(change.bot, routine)
+            if entry.get("applied") != fields or entry.get("job_id") != change.ref:
+                entry.update(job_id=change.ref, applied=fields, updated_at=inventory_file.now_iso())
+        return
+    else:
+        return
+    if applied_record(desired, secret_keys, inventory) != inventory.applied(key):
+        record(inventory, key, desired, secret_keys, "updated")
+
+
+def record(inventory: Inventory, key: str, desired: Mapping[str, Any], secret_keys: frozenset[str], verb: str) -> None:
+    entry = inventory.objects.setdefault(key, {})
+    entry["applied"] = applied_record(desired, secret_keys, inventory)
+    entry.setdefault(f"{verb}_at", inventory_file.now_iso())
+    entry["updated_at"] = inventory_file.now_iso()
+
+
+# --- field writers -------------------------------------------------------------------------------
+
+
+def write_fields(path: Path, fields: tuple[FieldChange, ...], desired: Mapping[str, Any],
+                 bot: DesiredBot | None) -> None:
+    groups: dict[str, list[FieldChange]] = {}
+    for change in fields:
+        groups.setdefault(change.space, []).append(change)
+    if "config" in groups:
+        _write_config(path / "config.yaml", groups["config"], desired)
+    if "env" in groups:
+        fsio.retrying(lambda: _write_env(path / ".env", groups["env"], desired))
+    if "soul" in groups:
+        fsio.atomic_write_text(path / "SOUL.md", desired["soul"], mode=0o644)
+    if "profile" in groups or "meta" in groups:
+        _write_profile_yaml(path / "profile.yaml", groups.get("profile", []), groups.get("meta", []), desired)
+    if "avatar" in groups and bot is not None:
+        _write_avatar(path, bot.avatar_image if "avatar" in desired else None)
+    if "botchat" in groups:
+        sessions.ensure_bot_chat(path)
+
+
+def _write_config(target: Path, changes: list[FieldChange], desired: Mapping[str, Any]) -> None:
+    def write() -> None:
+        doc = configfile.ConfigDoc.load(target)
+        for change in changes:
+            if change.op is Op.REMOVE:
+                doc.delete(change.key)
+            else:
+                doc.set(change.key, desired[change.field])
+        if doc.changed:
+            doc.save(target)
+
+    fsio.retrying(write)
+
+
+def _write_env(target: Path, changes: list[FieldChange], desired: Mapping[str, Any]) -> None:
+    before = fsio.read_or_none(target)
+    env = envfile.read_env(target)
+    changed = False
+    for change in changes:
+        if change.op is Op.REMOVE:
+            changed = env.remove(change.key) or changed
+        else:
+            changed = env.set(change.key, str(desired[change.field])) or changed
+    if changed:
+        if not target.exists() and not env.render().startswith("#"):
+            env = envfile.EnvFile.parse(envfile.PROFILE_ENV_HEADER + env.render())
+        envfile.write_env(target, env, expect=before)
+
+
+def _write_profile_yaml(target: Path, profile_changes: list[FieldChange], meta_changes: list[FieldChange],
+                        desired: Mapping[str, Any]) -> None:
+    # profile.yaml has no file lock in Hermes; ProfileMeta.save refuses if the file moved under
+    # us, and we start over from a fresh read (docs/hermes/bot-mode.md#writing-safely).
+    def write() -> None:
+        meta = profilemeta.ProfileMeta.load(target)
+        for change in profile_changes:
+            value = None if change.op is Op.REMOVE else desired[change.field]
+            if change.key == "description":
+                meta.description = value
+            else:
+                meta.display_name = value
+        if meta_changes:
+            meta.set_bot_record(_merged_record(meta.bot_record(), meta_changes, desired))
+        if meta.changed:
+            meta.save(target)
+
+    fsio.retrying(write)
+
+
+def _merged_record(live: Mapping[str, Any] | None, changes: list[FieldChange],
+                   desired: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole hermes-bots record: the live one (unknown keys kept) with our keys set."""
+    merged = {k: v for k, v in (live or {}).items() if k not in META_NEVER_WRITE}
+    if live is None:
+        # What Desktop's own create path writes first (docs/hermes/bot-mode.md#record).
+        merged.update({"shape": "blobatar", "imageKind": "shape", "created": int(time.time() * 1000)})
+    for name, value in desired.items():
+        if name.startswith("meta:"):
+            merged[name[5:]] = value
+    for change in changes:
+        if change.op is Op.REMOVE:
+            merged[change.key] = clear_value(change.field)
+    return merged
+
+
+def _write_avatar(path: Path, image: str | None) -> None:
+    assets = path / "assets"
+    keep = None
+    if image is not None:
+        data = Path(image).read_bytes()
+        ext = image_extension(data[:16]) or "png"
+        assets.mkdir(exist_ok=True)
+        fsio.atomic_write_bytes(assets / f"avatar.{ext}", data, mode=0o644)
+        keep = f"avatar.{ext}"
+    for other in (f"avatar.{e}" for e in AVATAR_EXTENSIONS):
+        if other != keep:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(assets / other)

@@ -1,0 +1,95 @@
+"""Applying routines: all of one bot's routine changes in one locked write of its cron store."""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import Any
+
+from controller.adapters import cronstore
+from controller.adapters import inventory as inventory_file
+from controller.adapters.home import profile_dir
+from controller.core import jobs
+from controller.core.inventory import routine_key
+from controller.core.types import Action, Inputs, ObjectChange
+from controller.errors import ConflictError, RefusedValue
+from controller.manifests.models import Routine
+
+WRITING = (Action.CREATE, Action.UPDATE, Action.ADOPT, Action.DELETE)
+
+
+def now_in(tz: tzinfo | None) -> datetime:
+    """Now, in a bot's scheduler zone (the server's local time when it has none)."""
+    return datetime.now(tz) if tz is not None else datetime.now().astimezone()
+
+
+def check_workdir(routine: Routine) -> None:
+    """Hermes' `_normalize_workdir` refuses a workdir that is not an absolute, existing folder
+    (cron jobs run detached from any cwd); writing jobs.json directly must not bypass that."""
+    if not routine.workdir:
+        return
+    path = Path(routine.workdir)
+    if not path.is_absolute():
+        raise RefusedValue(f"routine {routine.name!r}: workdir {routine.workdir!r} must be an absolute path")
+    if not path.is_dir():
+        raise RefusedValue(f"routine {routine.name!r}: workdir {routine.workdir!r} is not an existing folder")
+
+
+def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inputs) -> None:
+    desired_bot = inputs.state.bots.get(bot)
+    by_title = {r.name: r for r in (desired_bot.routines if desired_bot else ())}
+    now = now_in(inputs.observed.timezones.get(bot))
+    path = profile_dir(root, bot)
+    for change in batch:
+        if change.action is Action.CREATE or (change.action in (Action.UPDATE, Action.ADOPT) and any(
+                f.key == "workdir" for f in change.fields)):
+            check_workdir(by_title[change.title])
+    # Write-ahead: the new jobs' ids go into the inventory before the cron store, so a crash in
+    # between leaves a job this fleet recognises (not a same-named stranger that needs --adopt).
+    # An entry whose job is missing is re-created by the next apply (its `applied` is empty).
+    prepared = {c.title: jobs.new_job(bot, by_title[c.title], now) for c in batch if c.action is Action.CREATE}
+    if prepared:
+        for title, job in prepared.items():
+            pending = inputs.inventory.objects.setdefault(routine_key(bot, title), {})
+            pending.update(job_id=job["id"], applied=pending.get("applied") or {})
+        inventory_file.save(root, inputs.inventory)
+    created: dict[str, str] = {}
+
+    def mutate(live_jobs: list[dict[str, Any]]) -> bool:
+        changed = False
+        index = {str(j.get("id")): j for j in live_jobs}
+        for change in batch:
+            if change.action is Action.DELETE:
+                before = len(live_jobs)
+                live_jobs[:] = [j for j in live_jobs if str(j.get("id")) != change.ref]
+                changed = changed or len(live_jobs) != before
+            elif change.action is Action.CREATE:
+                job = prepared[change.title]
+                live_jobs.append(job)
+                created[change.title] = job["id"]
+                changed = True
+            elif change.action in (Action.UPDATE, Action.ADOPT):
+                found = index.get(change.ref)
+                if found is None:
+                    raise ConflictError(f"cron job {change.ref} of bot {bot} vanished during apply",
+                                        hint="run apply again")
+                keys = {f.key for f in change.fields}
+                jobs.update_job(found, bot, by_title[change.title], keys, now)
+                changed = changed or bool(keys)
+        return changed
+
+    if any(c.action in WRITING for c in batch) and (path.is_dir() or any(c.action is not Action.DELETE for c in batch)):
+        cronstore.update(path, mutate, now=now)
+    inventory = inputs.inventory
+    for change in batch:
+        key = routine_key(bot, change.title)
+        if change.action in (Action.DELETE, Action.RELEASE):
+            inventory.objects.pop(key, None)
+            continue
+        routine = by_title[change.title]
+        if routine.renamed_from:
+            inventory.objects.pop(routine_key(bot, routine.renamed_from), None)
+        entry = inventory.objects.setdefault(key, {})
+        entry["job_id"] = created.get(change.title) or change.ref
+        entry["applied"] = jobs.desired_fields(bot, routine)
+        entry["updated_at"] = inventory_file.now_iso()

@@ -1,0 +1,247 @@
+"""Observing: the only place that reads the Hermes home (and asks the gateway) for a plan.
+
+`observe` reads every profile a plan cares about (config.yaml, .env, profile.yaml, SOUL.md,
+assets/avatar.*, state.db), each bot's cron store and timezone, the other fleets' inventories,
+the gateway's rooms, and resolves secret references, once, into a frozen `core.types.Observed`.
+Nothing here creates or writes a file (`plan` and `--dry-run` leave the tree byte-identical). A
+file that cannot be read becomes an error on that one bot; other bots are observed as usual.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any, TypeVar
+
+from controller.adapters import configfile, cronstore, envfile, profilemeta, profiles, sessions
+from controller.adapters import gateway as gw
+from controller.adapters import inventory as inventory_file
+from controller.adapters.home import profile_dir
+from controller.core import rooms
+from controller.core.inventory import INSTALL_KEY, Inventory, split_key
+from controller.core.types import GatewayView, LiveProfile, Observed
+from controller.errors import ControllerError, RefusedValue, SecretUnavailable
+from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
+from controller.manifests import references
+from controller.manifests.desired import DesiredState, EnvEntry
+
+T = TypeVar("T")
+ROOM_PAGE = 500
+
+
+def observe(root: Path, state: DesiredState, inventory: Inventory,
+            gateway: gw.GatewayOptions | None = None) -> Observed:
+    """Everything a plan of `state` looks at, read once (read-only)."""
+    names = set(state.bots) | set(inventory.owned_bots())
+    live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots)}
+    for name in sorted(names - {DEFAULT_PROFILE}):
+        live[name] = observe_profile(root, name)
+    foreign, foreign_install = _foreign(root, state.fleet)
+    jobs, job_errors, timezones = _observe_routines(root, state, inventory, live)
+    env_values: dict[str, Mapping[str, str]] = {}
+    secret_keys: dict[str, frozenset[str]] = {}
+    secret_errors: dict[str, str] = {}
+    for owner, entries in [("", state.install_env), *((n, b.env) for n, b in state.bots.items())]:
+        env_values[owner], error = resolve_env(entries)
+        secret_keys[owner] = frozenset(k for k, e in entries.items() if e.secret)
+        if error:
+            secret_errors[owner] = error
+    avatars = {name: image_digest(bot.avatar_image) for name, bot in state.bots.items() if bot.avatar_image}
+    return Observed(live=live, env_values=env_values, secret_keys=secret_keys, secret_errors=secret_errors,
+                    avatars=avatars, foreign=foreign, foreign_install=foreign_install, jobs=jobs,
+                    job_errors=job_errors, timezones=timezones,
+                    rooms=observe_rooms(root, gateway) if rooms.needed(state, inventory) else None)
+
+
+# --- profiles -------------------------------------------------------------------------------------
+
+
+def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True) -> LiveProfile:
+    path = profile_dir(root, name)
+    if name != DEFAULT_PROFILE:
+        _refuse_escape(root, path)
+    exists = path.is_dir()
+    tombstoned = name != DEFAULT_PROFILE and profiles.is_tombstoned(root, name)
+    if not exists:
+        return LiveProfile(name=name, path=path, exists=False, tombstoned=tombstoned)
+    errors: list[str] = []
+    config = _read(errors, path, lambda: configfile.ConfigDoc.load(path / "config.yaml"))
+    env = _read(errors, path, lambda: envfile.read_env(path / ".env"))
+    meta = _read(errors, path, lambda: profilemeta.ProfileMeta.load(path / "profile.yaml"))
+    soul = _read_soul(errors, path)
+    avatar, avatar_files = _read_avatar(path)
+    bot_chat = with_bot_chat and _read(errors, path, lambda: sessions.find_bot_chat(path)) is not None
+    return LiveProfile(
+        name=name, path=path, exists=True, tombstoned=tombstoned,
+        marker=inventory_file.read_marker(root, name) if name != DEFAULT_PROFILE else None,
+        config=config.as_dict() if config is not None else None,
+        config_exists=bool(config is not None and config.exists),
+        env={key: value for key in env.keys() if (value := env.get(key)) is not None} if env is not None else None,
+        description=meta.description if meta is not None else None,
+        display_name=meta.display_name if meta is not None else None,
+        meta=meta.bot_record() if meta is not None else None,
+        soul=soul, avatar=avatar, avatar_files=avatar_files, bot_chat=bot_chat, errors=tuple(errors))
+
+
+def _refuse_escape(root: Path, path: Path) -> None:
+    """A profile folder (or profiles/) that is a symlink out of the home is never followed."""
+    try:
+        resolved = path.resolve()
+        home = root.resolve()
+    except OSError:
+        return
+    if (path.is_symlink() or path.parent.is_symlink()) and not resolved.is_relative_to(home):
+        raise ControllerError(
+            f"{path} is a symlink to {resolved}, outside the Hermes home {home}",
+            hint="hermes-fleet only touches files inside the home; replace the link with a real folder",
+        )
+
+
+def _read(errors: list[str], path: Path, reader: Callable[[], T]) -> T | None:
+    try:
+        return reader()
+    except ControllerError as exc:
+        errors.append(str(exc))
+    except OSError as exc:
+        errors.append(f"{exc.filename or path}: {exc.strerror}")
+    return None
+
+
+def _read_soul(errors: list[str], path: Path) -> str | None:
+    try:
+        return (path / "SOUL.md").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        errors.append(f"{path / 'SOUL.md'}: {exc}")
+        return None
+
+
+def _read_avatar(path: Path) -> tuple[tuple[str, str] | None, tuple[str, ...]]:
+    assets = path / "assets"
+    found: list[str] = []
+    avatar = None
+    for ext in AVATAR_EXTENSIONS:
+        candidate = assets / f"avatar.{ext}"
+        if candidate.is_file():
+            found.append(ext)
+            if avatar is None:
+                avatar = (ext, hashlib.sha256(candidate.read_bytes()).hexdigest())
+    return avatar, tuple(found)
+
+
+def image_digest(path: str) -> tuple[str, str]:
+    """(extension, sha256) of an avatar image a manifest names."""
+    data = Path(path).read_bytes()
+    return image_extension(data[:16]) or "png", hashlib.sha256(data).hexdigest()
+
+
+# --- routines -------------------------------------------------------------------------------------
+
+
+def _observe_routines(root: Path, state: DesiredState, inventory: Inventory, live: Mapping[str, LiveProfile]) -> tuple[
+        dict[str, tuple[Mapping[str, Any], ...]], dict[str, str], dict[str, tzinfo | None]]:
+    """Each bot's own cron store, and the Hermes `timezone` its scheduler uses."""
+    jobs: dict[str, tuple[Mapping[str, Any], ...]] = {}
+    errors: dict[str, str] = {}
+    timezones: dict[str, tzinfo | None] = {}
+    owners = {split_key(k)[1].partition("/")[0] for k in inventory.keys_of("routine")}
+    for name in sorted(owners | {n for n, b in state.bots.items() if b.routines}):
+        profile = live.get(name) or observe_profile(root, name, with_bot_chat=False)
+        try:
+            jobs[name] = tuple(cronstore.read_jobs(profile.path) or []) if profile.exists else ()
+        except ControllerError as exc:
+            errors[name] = str(exc)
+        tz_name = _desired_timezone(state, name)
+        if tz_name is None:
+            tz_name = profile.config_value("timezone")[1] if profile.config is not None else None
+        timezones[name] = zone(tz_name)
+    return jobs, errors, timezones
+
+
+def _desired_timezone(state: DesiredState, name: str) -> str | None:
+    bot_tz = state.bots[name].config.get("timezone") if name in state.bots else None
+    if name == DEFAULT_PROFILE:
+        return bot_tz or state.install_config.get("timezone")
+    return bot_tz
+
+
+def zone(name: str | None) -> tzinfo | None:
+    """The configured Hermes `timezone` (IANA name); None means the server's local time."""
+    if not name:
+        return None
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(str(name))
+    except Exception:  # Hermes falls back to local time on a bad name, never crashes
+        return None
+
+
+# --- secrets --------------------------------------------------------------------------------------
+
+
+def resolve_env(entries: Mapping[str, EnvEntry]) -> tuple[dict[str, str], str]:
+    """The resolved .env values of one owner, and why one is missing ("" when none is)."""
+    values: dict[str, str] = {}
+    error = ""
+    for key, entry in entries.items():
+        try:
+            values[key] = references.resolve(entry)
+            # A value Hermes' .env cannot carry (a line break, a ${...}) fails its bot here, at
+            # plan time, before any of that bot's files is written: never half a bot.
+            envfile.check_entry(key, values[key])
+        except SecretUnavailable as exc:
+            error = f"env {key}: {exc}"
+        except RefusedValue as exc:
+            values.pop(key, None)
+            error = f"env {key}: {exc}; change the value at its source"
+    return values, error
+
+
+# --- other fleets ---------------------------------------------------------------------------------
+
+
+def _foreign(root: Path, fleet: str) -> tuple[dict[str, str], dict[str, str]]:
+    objects: dict[str, str] = {}
+    install: dict[str, str] = {}
+    for other in inventory_file.all_fleets(root):
+        if other == fleet:
+            continue
+        theirs = inventory_file.load(root, other)
+        for key in theirs.objects:
+            objects.setdefault(key, other)
+        for field in theirs.applied(INSTALL_KEY):
+            install.setdefault(field, other)
+    return objects, install
+
+
+# --- the gateway ----------------------------------------------------------------------------------
+
+
+def observe_rooms(root: Path, options: gw.GatewayOptions | None) -> GatewayView:
+    """groups.capabilities, then every room (disbanded included). Never writes."""
+    options = options or gw.GatewayOptions()
+    try:
+        with gw.open_session(root, options, writes=False) as session:
+            caps = session.call("groups.capabilities")
+            found: dict[str, dict[str, Any]] = {}
+            offset: int | None = 0
+            while offset is not None:
+                page = session.call("groups.list", {"include_disbanded": True, "limit": ROOM_PAGE, "offset": offset})
+                for room in page.get("rooms") or []:
+                    if isinstance(room, dict) and isinstance(room.get("room_id"), str):
+                        found[room["room_id"]] = room
+                nxt = page.get("next_offset")
+                offset = nxt if isinstance(nxt, int) and not isinstance(nxt, bool) and nxt > offset else None
+            return GatewayView(origin=session.label, capabilities=caps, rooms=found)
+    except gw.GatewayIncompatible as exc:
+        if exc.code == -32601 and exc.method == "groups.capabilities":
+            return GatewayView(error="gateway too old: it has no groups.capabilities (Hermes 0.19 or older); update "
+                               "Hermes on the machine that runs this home's gateway (`hermes update`), then restart "
+                               "the gateway (`hermes gateway restart`)")
+        return GatewayView(error=f"pending: gateway unusable: {exc}")
+    except gw.GatewayError as exc:
+        return GatewayView(error=f"pending: gateway unreachable: {exc}")

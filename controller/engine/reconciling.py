@@ -1,0 +1,88 @@
+"""Reconciling: one pass of convergence, shared by `apply` and the `watch` loop.
+
+observe (read-only) -> plan (pure) -> [stop for `plan`] -> lock -> observe and plan again ->
+refuse conflicts before any write -> apply -> record the run in the inventory. The verbs and the
+reconciler in watching.py only add input (manifests) and output around it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from controller.adapters import gateway as gw
+from controller.adapters import inventory as inventory_file
+from controller.adapters import locking
+from controller.core import planning
+from controller.core.types import Inputs, Options, Plan, RunResult
+from controller.engine import applying, observing
+from controller.errors import ConflictError
+from controller.manifests.desired import DesiredState
+
+
+@dataclass
+class Planned:
+    root: Path
+    state: DesiredState
+    inputs: Inputs
+    plan: Plan
+    files: list[str]
+
+
+def plan_home(root: Path, state: DesiredState, files: list[str], *, options: Options = Options(),
+              gateway: gw.GatewayOptions | None = None) -> Planned:
+    """Observe and plan; writes nothing (the gateway is only read)."""
+    inventory = inventory_file.load(root, state.fleet)
+    observed = observing.observe(root, state, inventory, gateway)
+    inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
+    return Planned(root, state, inputs, planning.plan(inputs), files)
+
+
+def conflict_error(planned: Planned) -> ConflictError:
+    names = ", ".join(c.key for c in planned.plan.conflicts)
+    return ConflictError(f"apply refused, nothing was changed: conflict on {names}",
+                         hint="see the reasons above (--adopt takes over unmanaged profiles; --yes "
+                         "confirms a large prune)")
+
+
+def apply_once(root: Path, state: DesiredState, files: list[str], *, options: Options = Options(),
+               lock_timeout: float = 10.0, revision: str | None = None,
+               before_apply: Callable[[Planned], None] | None = None,
+               on_conflict: Callable[[Planned], None] | None = None,
+               should_stop: Callable[[], bool] | None = None,
+               gateway: gw.GatewayOptions | None = None) -> tuple[Planned, applying.ApplyResult]:
+    """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written."""
+    # A conflict visible before locking refuses here, read-only: taking the lock would already
+    # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
+    early = plan_home(root, state, files, options=options, gateway=gateway)
+    if early.plan.conflicts:
+        if on_conflict:
+            on_conflict(early)
+        raise conflict_error(early)
+    with locking.apply_lock(root, timeout=lock_timeout):
+        planned = plan_home(root, state, files, options=options, gateway=gateway)
+        if planned.plan.conflicts:
+            if on_conflict:
+                on_conflict(planned)
+            raise conflict_error(planned)
+        if before_apply:
+            before_apply(planned)
+        results = applying.apply_plan(root, planned.plan, planned.inputs, gateway=gateway, should_stop=should_stop)
+        finish_inventory(root, planned, results, revision=revision)
+    return planned, results
+
+
+def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult, *,
+                     revision: str | None = None) -> None:
+    inventory = planned.inputs.inventory
+    failed = bool(results.failed or planned.plan.errors or results.abandoned)
+    record = {"at": inventory_file.now_iso(), "digest": planned.state.digest, "manifests": planned.files,
+              "result": RunResult.PARTIAL.value if failed else RunResult.OK.value, "changed": len(results.done),
+              "failed": len(results.failed) + len(planned.plan.errors)}
+    if revision:
+        record["revision"] = revision
+    inventory.last_apply = record
+    inventory.history.append(record)
+    inventory_file.save(root, inventory)  # always: the run itself is history, even when nothing changed

@@ -1,0 +1,406 @@
+"""The reconciler: `hermes-fleet watch` keeps a Hermes home converged on manifests or a git repo.
+
+Flux-style loop: reconcile on a source change (watchfiles, debounced; editor temp files ignored)
+and every --interval (with jitter). Manifests that changed since the last apply are applied;
+otherwise the home is only planned, and drift is reported (default) or corrected (--self-heal).
+A transient failure retries with backoff; an invalid manifest or an ownership conflict stalls
+until the source changes, the last good state staying applied. One reconciler per home (a
+lifetime lock), a status file under the home, one log line per event, optional /healthz and
+/metrics on loopback, clean shutdown on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from controller.adapters import fsio
+from controller.adapters import inventory as inventory_file
+from controller.adapters.home import state_dir
+from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
+from controller.core.types import WRITING_ACTIONS, RunResult
+from controller.core.types import Options as PlanOptions
+from controller.engine import reconciling
+from controller.errors import ConflictError, ControllerError, LockHeld, SourceError
+from controller.manifests import desired, reading
+
+STATUS_FILE = "watch-status.json"
+KEEP_RUNS = 20
+WATCH_SUFFIXES = (".yaml", ".yml", ".json", ".md", ".png", ".jpg", ".jpeg", ".webp", ".key", ".txt")
+
+
+@dataclass
+class Options:
+    interval: float = 300.0
+    jitter: float = 0.1
+    self_heal: bool = False
+    prune: bool = False
+    yes: bool = False
+    fleet: str | None = None
+    host: str | None = None
+    lock_timeout: float = 10.0
+    retry_min: float = 2.0
+    allow_history_rewrite: bool = False
+    debounce_ms: int = 300
+
+
+@dataclass
+class Run:
+    at: str
+    trigger: str
+    result: str  # applied | in-sync | drift | partial | stalled | conflict | source-error | interrupted
+    revision: str = ""
+    digest: str = ""
+    changed: int = 0
+    failed: int = 0
+    drift: list[str] = field(default_factory=list)
+    message: str = ""
+    seconds: float = 0.0
+
+    @property
+    def transient(self) -> bool:
+        return self.result in ("partial", "source-error", "busy")
+
+
+class Log:
+    """One line per event: `<time> <event> key=value ...`, or one JSON object with --log-format json."""
+
+    def __init__(self, fmt: str = "text", stream: Any = None) -> None:
+        self.fmt = fmt
+        self.stream = stream or sys.stdout
+        # Re-entrant: the SIGTERM handler logs from the main thread, possibly while it is inside event().
+        self.lock = threading.RLock()
+
+    def event(self, name: str, **fields: Any) -> None:
+        now = datetime.now(UTC).isoformat(timespec="milliseconds")
+        if self.fmt == "json":
+            line = json.dumps({"time": now, "event": name, **fields}, default=str, sort_keys=False)
+        else:
+            parts = [f"{k}={_text(v)}" for k, v in fields.items() if v not in (None, "", [])]
+            line = f"{now} {name} " + " ".join(parts)
+        with self.lock:
+            self.stream.write(line.rstrip() + "\n")
+            self.stream.flush()
+
+
+def _text(value: Any) -> str:
+    text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    return json.dumps(text) if (" " in text or "=" in text or not text) else text
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.runs: dict[str, int] = {}
+        self.last_success = 0.0
+        self.last_seconds = 0.0
+        self.drifted = 0
+        self.stalled = 0
+
+    def record(self, run: Run) -> None:
+        self.runs[run.result] = self.runs.get(run.result, 0) + 1
+        self.last_seconds = run.seconds
+        self.drifted = len(run.drift)
+        self.stalled = 1 if run.result in ("stalled", "conflict") else 0
+        if run.result in ("applied", "in-sync", "drift"):
+            self.last_success = time.time()
+
+    def render(self) -> str:
+        lines = ["# HELP hermes_fleet_reconcile_total Reconcile runs by result.",
+                 "# TYPE hermes_fleet_reconcile_total counter"]
+        lines += [f'hermes_fleet_reconcile_total{{result="{k}"}} {v}' for k, v in sorted(self.runs.items())]
+        lines += ["# HELP hermes_fleet_last_success_timestamp_seconds Last run that ended converged or reported.",
+                  "# TYPE hermes_fleet_last_success_timestamp_seconds gauge",
+                  f"hermes_fleet_last_success_timestamp_seconds {self.last_success:.3f}",
+                  "# HELP hermes_fleet_last_run_seconds Duration of the last run.",
+                  "# TYPE hermes_fleet_last_run_seconds gauge",
+                  f"hermes_fleet_last_run_seconds {self.last_seconds:.6f}",
+                  "# HELP hermes_fleet_drifted_objects Objects that differ from the manifests.",
+                  "# TYPE hermes_fleet_drifted_objects gauge",
+                  f"hermes_fleet_drifted_objects {self.drifted}",
+                  "# HELP hermes_fleet_stalled 1 while waiting for the source to change (invalid or conflicting).",
+                  "# TYPE hermes_fleet_stalled gauge",
+                  f"hermes_fleet_stalled {self.stalled}"]
+        return "\n".join(lines) + "\n"
+
+
+class Reconciler:
+    def __init__(self, root: Path, source: LocalSource | GitSource, options: Options, log: Log) -> None:
+        self.root = root
+        self.source = source
+        self.options = options
+        self.log = log
+        self.metrics = Metrics()
+        self.stop = threading.Event()
+        self.wake = threading.Event()
+        self.runs: list[Run] = []
+        self.stalled_revision: str | None = None
+        self.last_good_revision: str | None = None
+        self.next_run_at: float | None = None
+        self.failures = 0
+        self.fleet: str | None = options.fleet
+        self.plan_options = PlanOptions(prune=options.prune, yes=options.yes)
+
+    # --- one pass --------------------------------------------------------------------------------
+
+    def reconcile(self, trigger: str) -> Run:
+        started = time.monotonic()
+        run = self._reconcile(trigger)
+        run.seconds = round(time.monotonic() - started, 4)
+        self.runs = [*self.runs, run][-KEEP_RUNS:]
+        self.metrics.record(run)
+        self.log.event("reconciled", trigger=trigger, result=run.result, revision=run.revision[:16],
+                       changed=run.changed, failed=run.failed, drift=run.drift, seconds=run.seconds,
+                       message=run.message)
+        return run
+
+    def _reconcile(self, trigger: str) -> Run:
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        try:
+            snap = self._snapshot()
+        except SourceError as exc:
+            return Run(now, trigger, "source-error" if exc.transient else "stalled", message=str(exc))
+        if snap.revision == self.stalled_revision:
+            return Run(now, trigger, "stalled", snap.revision, message="still waiting for the source to change")
+        try:
+            result = reading.load_paths(snap.paths, recursive=snap.recursive, fleet=self.options.fleet, skip=self.root)
+        except ControllerError as exc:  # e.g. the folder no longer holds any manifest: stall, do not crash
+            self.stalled_revision = snap.revision
+            return Run(now, trigger, "stalled", snap.revision, message=f"cannot read the manifests: {exc}")
+        if result.errors or result.state is None:
+            self.stalled_revision = snap.revision
+            first = "; ".join(d.render() for d in result.errors[:3]) or "no manifest documents"
+            return Run(now, trigger, "stalled", snap.revision,
+                       message=f"invalid manifests, nothing applied ({len(result.errors)} error(s)): {first}")
+        state = desired.for_host(result.state, reading.selected_host(self.options.host, result.state))
+        self.fleet = state.fleet
+        try:
+            run = self._converge(now, trigger, snap, state, result.files)
+        except LockHeld as exc:
+            return Run(now, trigger, "busy", snap.revision, state.digest, message=str(exc))
+        except ConflictError as exc:
+            self.stalled_revision = snap.revision
+            return Run(now, trigger, "conflict", snap.revision, state.digest, message=str(exc))
+        except ControllerError as exc:
+            return Run(now, trigger, "partial", snap.revision, state.digest, message=str(exc))
+        self.stalled_revision = None
+        if run.result in ("applied", "in-sync", "drift"):
+            self.last_good_revision = snap.revision
+            if isinstance(self.source, GitSource):
+                self.source.last_good = snap.revision
+        return run
+
+    def _snapshot(self) -> Snapshot:
+        if isinstance(self.source, GitSource):
+            return self.source.snapshot(allow_rewrite=self.options.allow_history_rewrite)
+        return self.source.snapshot()
+
+    def _converge(self, now: str, trigger: str, snap: Snapshot, state: desired.DesiredState, files: list[str]) -> Run:
+        opts = self.options
+        last = inventory_file.load(self.root, state.fleet).last_apply or {}
+        manifests_changed = last.get("digest") != state.digest or last.get("revision", snap.revision) != snap.revision
+        must_apply = opts.self_heal or manifests_changed or last.get("result") != RunResult.OK
+        if not must_apply:
+            planned = reconciling.plan_home(self.root, state, files, options=self.plan_options)
+            drift = _changed_objects(planned)
+            if drift:
+                self.log.event("drift_detected", objects=drift, hint="apply, or run watch with --self-heal")
+                return Run(now, trigger, "drift", snap.revision, state.digest, drift=drift,
+                           message=f"{len(drift)} object(s) differ from the manifests (reported, not corrected)")
+            return Run(now, trigger, "in-sync", snap.revision, state.digest)
+        planned, results = reconciling.apply_once(
+            self.root, state, files, options=self.plan_options, lock_timeout=opts.lock_timeout,
+            revision=snap.revision, should_stop=self.stop.is_set)
+        failed = len(results.failed) + len(planned.plan.errors)
+        if results.abandoned:
+            return Run(now, trigger, "interrupted", snap.revision, state.digest, len(results.done), failed,
+                       message="stopped between two objects on request; the next run finishes the job")
+        if failed:
+            causes = [f"{o.change.key}: {o.error}" for o in results.failed]
+            causes += [f"{c.key}: {c.reason}" for c in planned.plan.errors]
+            return Run(now, trigger, "partial", snap.revision, state.digest, len(results.done), failed,
+                       message="; ".join(causes[:3]))
+        result = "applied" if results.outcomes else "in-sync"
+        return Run(now, trigger, result, snap.revision, state.digest, len(results.done))
+
+    # --- status file ------------------------------------------------------------------------------
+
+    def write_status(self) -> None:
+        last = self.runs[-1] if self.runs else None
+        payload = {
+            "schemaVersion": 1, "pid": os.getpid(), "source": getattr(self.source, "url", None) or " ".join(
+                getattr(self.source, "paths", [])),
+            "fleet": self.fleet, "host": self.options.host,
+            "mode": "self-heal" if self.options.self_heal else "report", "interval": self.options.interval,
+            "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "last_result": last.result if last else None, "last_revision": last.revision if last else None,
+            "last_good_revision": self.last_good_revision, "message": last.message if last else "",
+            "drift": last.drift if last else [],
+            "next_run_at": datetime.fromtimestamp(self.next_run_at, UTC).isoformat(timespec="seconds")
+            if self.next_run_at else None,
+            "runs": [asdict(r) for r in self.runs],
+        }
+        path = state_dir(self.root) / STATUS_FILE
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fsio.atomic_write_text(path, json.dumps(payload, indent=1) + "\n", mode=0o600)
+
+    # --- the loop --------------------------------------------------------------------------------
+
+    def delay_after(self, run: Run) -> float:
+        if run.transient or run.result == "busy":
+            self.failures += 1
+            return min(self.options.interval, self.options.retry_min * 2 ** (self.failures - 1))
+        self.failures = 0
+        spread = self.options.interval * self.options.jitter
+        return max(0.05, self.options.interval + random.uniform(-spread, spread))
+
+    def loop(self) -> None:
+        watcher = self._start_watcher()
+        trigger = "start"
+        try:
+            while not self.stop.is_set():
+                run = self.reconcile(trigger)
+                delay = self.delay_after(run)
+                self.next_run_at = time.time() + delay
+                self.write_status()
+                woke = self.wake.wait(delay)
+                self.wake.clear()
+                if self.stop.is_set():
+                    break
+                trigger = "change" if woke else ("retry" if self.failures else "interval")
+        finally:
+            self.stop.set()
+            if watcher is not None:
+                watcher.join(timeout=5)
+            self.next_run_at = None
+            self.write_status()
+            self.log.event("stopped", runs=len(self.runs))
+
+    def _start_watcher(self) -> threading.Thread | None:
+        if not isinstance(self.source, LocalSource):
+            return None
+        roots = [str(r) for r in self.source.watch_roots()]
+        thread = threading.Thread(target=self._watch, args=(roots,), name="hermes-fleet-watch", daemon=True)
+        thread.start()
+        return thread
+
+    def relevant(self, path: str) -> bool:
+        """A change that can alter the manifests: not the home's own writes, not an editor's temp file."""
+        if not path.endswith(WATCH_SUFFIXES) or is_editor_temp(path):
+            return False
+        resolved = Path(path).resolve()
+        if resolved.is_relative_to(self.root.resolve()):
+            return False  # the home may sit beside the manifests; its writes are ours
+        assert isinstance(self.source, LocalSource)
+        for raw in self.source.paths:
+            base = Path(raw).resolve()
+            if base.is_dir() and (resolved.parent == base or (self.source.recursive and resolved.is_relative_to(base))):
+                return True
+            if not base.is_dir() and resolved.parent == base.parent:
+                return True  # a manifest file, or a soul/avatar file beside it
+        return False
+
+    def _watch(self, roots: list[str]) -> None:
+        import watchfiles
+
+        def relevant(_change: Any, path: str) -> bool:
+            return self.relevant(path)
+
+        for changes in watchfiles.watch(*roots, watch_filter=relevant, stop_event=self.stop,
+                                        debounce=self.options.debounce_ms, step=50, raise_interrupt=False,
+                                        rust_timeout=500, yield_on_timeout=False):
+            files = sorted({os.path.basename(p) for _, p in changes})
+            self.log.event("source_changed", files=files)
+            self.wake.set()
+
+
+@contextlib.contextmanager
+def reconciler_lock(root: Path) -> Iterator[None]:
+    """One reconciler per home for its whole life; a second one exits 3 at once."""
+    folder = state_dir(root)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(folder / "watch.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            raise ConflictError(f"another hermes-fleet watch is running on {root} (pid {holder})",
+                                hint="stop it first; two reconcilers on one home would fight") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _changed_objects(planned: reconciling.Planned) -> list[str]:
+    return [c.key for c in planned.plan.changes if c.action in WRITING_ACTIONS]
+
+
+def read_status(root: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((state_dir(root) / STATUS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
+    """Carry the last good revision over a restart, so a force-push made meanwhile is still caught."""
+    if not previous or previous.get("source") != getattr(reconciler.source, "url", None):
+        return
+    good = previous.get("last_good_revision")
+    if isinstance(good, str) and good and isinstance(reconciler.source, GitSource):
+        reconciler.last_good_revision = good
+        reconciler.source.last_good = good
+
+
+def install_signals(reconciler: Reconciler, log: Log) -> None:
+    def handle(signum: int, _frame: Any) -> None:
+        log.event("stopping", signal=signal.Signals(signum).name)
+        reconciler.stop.set()
+        reconciler.wake.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+
+
+def start_health(port: int, reconciler: Reconciler, log: Log) -> Any:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/metrics":
+                body, code, kind = reconciler.metrics.render(), 200, "text/plain; version=0.0.4"
+            elif self.path == "/healthz":
+                last = reconciler.runs[-1].result if reconciler.runs else "starting"
+                healthy = last not in ("stalled", "conflict") and reconciler.failures < 5
+                body = json.dumps({"status": "ok" if healthy else "unhealthy", "last_result": last}) + "\n"
+                code, kind = (200 if healthy else 503), "application/json"
+            else:
+                body, code, kind = "not found\n", 404, "text/plain"
+            data = body.encode()
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            return  # our own log has one line per reconcile; no per-request noise
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    threading.Thread(target=server.serve_forever, name="hermes-fleet-health", daemon=True).start()
+    log.event("health_listening", address=f"http://127.0.0.1:{server.server_address[1]}")
+    return server
+

@@ -1,0 +1,98 @@
+"""Hermes' built-in defaults for the config keys a fleet manages, and `effective_value`.
+
+Hermes' `save_config()` drops keys whose value equals its `DEFAULT_CONFIG`, so a missing key
+often means "the default". The diff/reconcile code calls `effective_value` so that such a drop
+never shows up as drift. Values are facts typed from the hermes-agent 0.19.0 source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+# hermes_cli/config.py DEFAULT_CONFIG (0.19.0, _config_version 33), flattened to dotted keys.
+HERMES_0_19_DEFAULTS: dict[str, Any] = {
+    "checkpoints.enabled": False,
+    "checkpoints.max_snapshots": 20,
+    "checkpoints.max_total_size_mb": 500,
+    "checkpoints.max_file_size_mb": 10,
+    "checkpoints.auto_prune": True,
+    "checkpoints.retention_days": 7,
+    "checkpoints.delete_orphans": True,
+    "checkpoints.min_interval_hours": 24,
+    # tools/approval.py falls back to "manual" when the key is unreadable, but a readable config
+    # always has this value merged in from DEFAULT_CONFIG.
+    "approvals.mode": "smart",
+    "approvals.timeout": 60,
+    "approvals.cron_mode": "deny",
+    "approvals.deny": [],
+    "memory.memory_enabled": True,
+    "memory.user_profile_enabled": True,
+    "memory.memory_char_limit": 2200,
+    "memory.user_char_limit": 1375,
+    "toolsets": ["hermes-cli"],
+    "agent.disabled_toolsets": [],
+    "agent.max_turns": 90,
+    "tts.provider": "edge",
+    "timezone": "",
+    "mcp.auto_reload_on_config_change": True,
+    "cron.output_retention": 50,
+    "cron.max_parallel_jobs": None,
+    "gateway.api_server.max_concurrent_runs": 10,
+}
+
+# Not in DEFAULT_CONFIG, but every 0.19 reader treats the missing key as this value
+# (agent/skill_utils.py, tools/skills_tool.py: `skills_cfg.get("disabled", [])`).
+HERMES_0_19_READER_DEFAULTS: dict[str, Any] = {
+    "skills.disabled": [],
+}
+
+# Bot Mode keys from hermes-agent main; 0.19.0 has none of them (hermes-formats.md section B).
+MAIN_BOT_MODE_DEFAULTS: dict[str, Any] = {
+    "agent.bot_mode_protocol": True,
+    "gateway.bot_loop_guard.enabled": True,
+    "gateway.bot_loop_guard.max_events": 20,
+    "gateway.bot_loop_guard.window_seconds": 300,
+    "gateway.bot_loop_guard.cooldown_seconds": 600,
+}
+
+DEFAULTS: dict[str, Any] = {
+    **HERMES_0_19_DEFAULTS,
+    **HERMES_0_19_READER_DEFAULTS,
+    **MAIN_BOT_MODE_DEFAULTS,
+}
+
+
+def default_for(dotted: str) -> tuple[bool, Any]:
+    """(known?, Hermes' default) for a dotted key."""
+    if dotted in DEFAULTS:
+        return True, _copy(DEFAULTS[dotted])
+    return False, None
+
+
+def lookup(tree: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
+    """(present?, value) of a dotted key in plain config data; a non-map on the way counts as absent."""
+    node: Any = tree
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def effective_value(tree: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
+    """The live value if present, else Hermes' default if known, else (False, None)."""
+    present, value = lookup(tree, dotted)
+    if present:
+        return True, value
+    return default_for(dotted)
+
+
+def _copy(value: Any) -> Any:
+    # Callers may mutate what they get; the table must stay intact.
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    return value

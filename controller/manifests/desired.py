@@ -1,0 +1,261 @@
+"""Desired state: validated manifests normalised into one value per managed object (pure).
+
+Both manifest forms (one `Fleet` document, or one document per object) end up here as the same
+`DesiredState`: defaults applied, references resolved to names, config flattened to dotted keys,
+section ids fixed. Called by validation (to build) and by planning (to compare). Reads soul and
+image files referenced by the manifests (already checked by validation); never touches Hermes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.manifests.models import Avatar, Bot, BotDefaults, Peer, Room, Routine, SecretRef, Section
+from controller.hermes.naming import DEFAULT_PROFILE
+
+# Config subtrees compared and owned as a whole value (not leaf by leaf).
+ATOMIC_PREFIXES = ("mcp_servers.",)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an object was declared: for error messages and plan output."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """One `.env` key: a literal (non-secret) value or a reference resolved at apply time."""
+
+    literal: str | None = None
+    ref: SecretRef | None = None
+    base_dir: str = "."  # for from_file relative paths
+
+    @property
+    def secret(self) -> bool:
+        return self.ref is not None
+
+
+@dataclass(frozen=True)
+class DesiredBot:
+    name: str
+    origin: Origin
+    title: str | None = None
+    description: str | None = None
+    display_name: str | None = None
+    soul: str | None = None
+    avatar: dict[str, Any] | None = None  # ui_meta keys: shape, color, imageKind, custom
+    avatar_image: str | None = None  # path of the image file to publish as assets/avatar.<ext>
+    hidden: bool | None = None
+    pinned: bool | None = None
+    section: tuple[str, str] | None = None  # (sectionId, sectionName)
+    config: dict[str, Any] = field(default_factory=dict)  # dotted key -> value
+    env: dict[str, EnvEntry] = field(default_factory=dict)
+    routines: tuple[Routine, ...] = ()
+    clone_from: str | None = None
+    create_empty: bool = False
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class DesiredState:
+    fleet: str
+    bots: dict[str, DesiredBot]
+    sections: dict[str, Section]
+    rooms: dict[str, Room]
+    peers: dict[str, Peer]
+    install_config: dict[str, Any]  # the root profile's config.yaml keys (policy, peers, passthrough)
+    install_env: dict[str, EnvEntry]  # the root profile's .env keys (peer keys)
+    digest: str = ""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {
+            "bots": len(self.bots),
+            "routines": sum(len(b.routines) for b in self.bots.values()),
+            "sections": len(self.sections),
+            "rooms": len(self.rooms),
+            "peers": len(self.peers),
+        }
+
+
+# --- config flattening ----------------------------------------------------------------------
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """{'a': {'b.c': 1}} -> {'a.b.c': 1}; lists and atomic subtrees stay whole values."""
+    out: dict[str, Any] = {}
+    if isinstance(value, dict) and value and not _is_atomic(prefix):
+        for key, child in value.items():
+            out.update(flatten(child, f"{prefix}{key}." if prefix or key else key))
+        return out
+    out[prefix.rstrip(".")] = value
+    return out
+
+
+def _is_atomic(prefix: str) -> bool:
+    # mcp_servers.<name>. is atomic; mcp_servers. itself is not.
+    return any(prefix.startswith(p) and prefix.count(".") >= p.count(".") + 1 for p in ATOMIC_PREFIXES)
+
+
+def section_id(fleet: str, name: str) -> str:
+    """A stable sectionId in Desktop's shape (`sec-<8>-<5>`, base36) derived from fleet + name."""
+    digest = int.from_bytes(hashlib.sha256(f"{fleet}/{name}".encode()).digest()[:12], "big")
+    chars = "0123456789abcdefghijklmnopqrstuvwxyz"
+    text = ""
+    for _ in range(13):
+        digest, rem = divmod(digest, 36)
+        text += chars[rem]
+    return f"sec-{text[:8]}-{text[8:]}"
+
+
+def avatar_meta(avatar: Avatar) -> dict[str, Any]:
+    """ui_meta hermes-bots keys for an avatar (bot-mode-state.md section 1, Avatars)."""
+    kind = avatar.resolved_kind
+    if kind == "image":
+        return {"imageKind": "photo", "custom": True}
+    if kind == "geometric":
+        return {"shape": avatar.shape, "color": avatar.color, "imageKind": "shape", "custom": True}
+    shape = "blobatar"
+    if avatar.silhouette:
+        shape = f"blobatar:{avatar.seed or ''}:{avatar.silhouette}"
+    elif avatar.seed:
+        shape = f"blobatar:{avatar.seed}"
+    return {"shape": shape, "imageKind": "shape", "custom": True}
+
+
+def merged_with_defaults(bot: Bot, defaults: BotDefaults | None) -> Bot:
+    """`defaults` fill fields a bot leaves unset; `env` and `config` merge per key (the bot wins)."""
+    if defaults is None:
+        return bot
+    update: dict[str, Any] = {}
+    for name in BotDefaults.model_fields:
+        default_value = getattr(defaults, name)
+        if default_value is None:
+            continue
+        own = getattr(bot, name)
+        if own is None:
+            update[name] = default_value
+        elif name == "env":
+            update[name] = {**default_value, **own}
+        elif name == "config":
+            update[name] = {**flatten(default_value), **flatten(own)}
+    return bot.model_copy(update=update) if update else bot
+
+
+def bot_config(bot: Bot) -> dict[str, Any]:
+    """Every config.yaml key a bot manages, flattened: typed fields first, then the passthrough."""
+    out: dict[str, Any] = {}
+    if bot.model is not None:
+        out.update(flatten(bot.model.model_dump(exclude_none=True), "model."))
+    if bot.toolsets is not None:
+        out["toolsets"] = list(bot.toolsets)
+    if bot.skills is not None:
+        out.update(flatten(bot.skills.model_dump(exclude_none=True), "skills."))
+    if bot.mcp_servers is not None:
+        for name, server in bot.mcp_servers.items():
+            out[f"mcp_servers.{name}"] = mcp_server_config(name, server.model_dump(exclude_none=True))
+    if bot.tts is not None:
+        out.update(flatten(bot.tts.model_dump(exclude_none=True), "tts."))
+    if bot.checkpoints is not None:
+        out.update(flatten(bot.checkpoints.model_dump(exclude_none=True), "checkpoints."))
+    if bot.config:
+        out.update(flatten(bot.config))
+    return out
+
+
+def mcp_env_key(server: str, header: str) -> str:
+    """The .env key that carries a secret MCP header value."""
+    clean = "".join(c if c.isalnum() else "_" for c in f"{server}_{header}").upper()
+    return f"HERMES_FLEET_MCP_{clean}"
+
+
+def mcp_server_config(name: str, server: dict[str, Any]) -> dict[str, Any]:
+    """Secret references become `${VAR}` (Hermes expands them from .env at load time)."""
+    for block, keyer in (("env", lambda k: k), ("headers", lambda k: mcp_env_key(name, k))):
+        if block in server:
+            server[block] = {
+                k: (f"${{{keyer(k)}}}" if isinstance(v, dict) else _env_literal(v)) for k, v in server[block].items()
+            }
+    return server
+
+
+def mcp_secret_env(bot: Bot, base_dir: str) -> dict[str, EnvEntry]:
+    out: dict[str, EnvEntry] = {}
+    for name, server in (bot.mcp_servers or {}).items():
+        for key, value in (server.env or {}).items():
+            if isinstance(value, SecretRef):
+                out[key] = EnvEntry(ref=value, base_dir=base_dir)
+        for key, value in (server.headers or {}).items():
+            if isinstance(value, SecretRef):
+                out[mcp_env_key(name, key)] = EnvEntry(ref=value, base_dir=base_dir)
+    return out
+
+
+def _env_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def env_entries(env: dict[str, Any] | None, base_dir: str) -> dict[str, EnvEntry]:
+    out: dict[str, EnvEntry] = {}
+    for key, value in (env or {}).items():
+        if isinstance(value, SecretRef):
+            out[key] = EnvEntry(ref=value, base_dir=base_dir)
+        else:
+            out[key] = EnvEntry(literal=_env_literal(value), base_dir=base_dir)
+    return out
+
+
+def compute_digest(payload: Any) -> str:
+    text = json.dumps(payload, sort_keys=True, default=_json_default, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(exclude_none=True)
+    if isinstance(value, EnvEntry):
+        return {"literal": value.literal, "ref": value.ref.model_dump(exclude_none=True) if value.ref else None}
+    if isinstance(value, Origin):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "__dataclass_fields__"):
+        return {k: getattr(value, k) for k in value.__dataclass_fields__ if k != "origin"}
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(type(value))
+
+
+def uses_hosts(state: DesiredState) -> bool:
+    return any(x.host for x in (*state.bots.values(), *state.rooms.values(), *state.peers.values()))
+
+
+def for_host(state: DesiredState, host: str | None) -> DesiredState:
+    """The slice of the fleet that lives on `host` (objects with no host live everywhere)."""
+    if host is None or not uses_hosts(state):
+        return state
+    bots = {n: b for n, b in state.bots.items() if b.host in (None, host)}
+    rooms = {n: r for n, r in state.rooms.items() if r.host in (None, host)}
+    peers = {n: p for n, p in state.peers.items() if p.host in (None, host)}
+    gone = set(state.peers) - set(peers)
+    install_config = {k: v for k, v in state.install_config.items()
+                      if not (k.startswith("bot_peers.") and k.split(".")[1] in gone)}
+    from controller.hermes.naming import peer_env_key
+
+    dropped_keys = {peer_env_key(p) for p in gone}
+    install_env = {k: v for k, v in state.install_env.items() if k not in dropped_keys}
+    return DesiredState(fleet=state.fleet, bots=bots, sections=state.sections, rooms=rooms, peers=peers,
+                        install_config=install_config, install_env=install_env, digest=state.digest)

@@ -1,0 +1,116 @@
+"""Fleet-level objects: sections, rooms, peers, the gateway policy and install-wide settings."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from controller.manifests.models.base import ConfigMap, Name64, NonEmpty, SecretRef, Strict
+from controller.manifests.models.bots import Bot, BotDefaults, Checkpoints
+
+
+class SectionSpec(Strict):
+    """A section's settings (everything but its name)."""
+
+    id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")] | None = Field(
+        default=None,
+        description="Pin the sectionId (e.g. one a Desktop minted, as 'sec-mig3k2p1-4f9xq'); "
+        "default: a stable id derived from the fleet and section name.",
+    )
+
+
+HostName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$")]
+WhoAnswers = Annotated[
+    str, StringConstraints(pattern=r"^(everyone|auto|lead:([a-z0-9][a-z0-9_-]{0,63}/)?[a-z0-9][a-z0-9_-]{0,63})$")
+]
+
+
+class RoomSpec(Strict):
+    """A room's settings (everything but its name)."""
+
+    members: list[NonEmpty] = Field(
+        description="2-6 members: bot names of this fleet, or 'peer/profile' for a bot on another machine."
+    )
+    who_answers: WhoAnswers = Field(
+        default="everyone", description="Who answers a message that names nobody: everyone | auto | lead:<bot>."
+    )
+    detect_stop_directives: bool = Field(default=True, description="Stop the room when a member says to stop.")
+    picture: NonEmpty | None = Field(default=None, description="The room picture: an image file relative to the manifest.")
+    host: HostName | None = Field(default=None, description="The machine whose gateway owns this room (see Bot.host).")
+    renamed_from: Name64 | None = Field(
+        default=None, description="The room's previous name: a rename renames the live room instead of creating one.")
+
+
+class PeerSpec(Strict):
+    """A peer's settings (everything but its name)."""
+
+    url: NonEmpty = Field(description="The peer gateway's base URL, http:// or https://.")
+    host: HostName | None = Field(
+        default=None, description="Only this machine registers the peer (see Bot.host); default: every machine.")
+    key: SecretRef | None = Field(default=None, description="The peer's key, by reference only.")
+    note: str | None = None
+
+
+class Section(SectionSpec):
+    """A roster heading; members carry ui_meta hermes-bots.sectionId / sectionName."""
+
+    name: Name64
+
+
+class Room(RoomSpec):
+    """A gateway-owned group chat of 2-6 Bots."""
+
+    name: Name64 = Field(description="The room's display name (also each member's ui_meta groups entry).")
+
+
+class Peer(PeerSpec):
+    """Another machine's gateway that bots may message: bot_peers.<name> + HERMES_PEER_<NAME>_KEY."""
+
+    name: NonEmpty = Field(description="Peer name (^[a-z0-9][a-z0-9_-]{0,63}$).")
+
+
+class BotLoopGuard(Strict):
+    """gateway.bot_loop_guard.*: how far bot-to-bot exchanges may go."""
+
+    enabled: bool | None = None
+    max_hops: int | None = Field(default=None, ge=1, description="Bot-to-bot messages per exchange (Bot Mode guide).")
+    bot_replies_expect_reply: bool | None = Field(default=None, description="Let bots answer each other's replies.")
+    max_events: int | None = Field(default=None, ge=1, description="Hermes main: admitted bot messages per window.")
+    window_seconds: int | None = Field(default=None, ge=1)
+    cooldown_seconds: int | None = Field(default=None, ge=0)
+
+
+class GroupRouter(Strict):
+    """auxiliary.group_router: the cheap model that picks who answers in 'auto' rooms."""
+
+    provider: NonEmpty | None = None
+    model: NonEmpty | None = None
+    base_url: NonEmpty | None = None
+
+
+class Gateway(Strict):
+    """Install-wide gateway and Bot Mode policy (the root profile's config.yaml)."""
+
+    bot_loop_guard: BotLoopGuard | None = None
+    bot_mode_protocol: bool | None = Field(default=None, description="agent.bot_mode_protocol.")
+    group_router: GroupRouter | None = Field(default=None, description="auxiliary.group_router.")
+
+
+class PolicySpec(Strict):
+    """Install-wide settings: bot defaults, gateway policy, checkpoint policy, config passthrough."""
+
+    defaults: BotDefaults | None = None
+    gateway: Gateway | None = None
+    checkpoints: Checkpoints | None = Field(default=None, description="Install-wide checkpoints.* (root config.yaml).")
+    config: ConfigMap | None = Field(default=None, description="Install-wide config.yaml keys (root profile).")
+
+
+class FleetSpec(PolicySpec):
+    """The whole fleet in one document."""
+
+    sections: list[Section] | None = None
+    bots: list[Bot] | None = None
+    rooms: list[Room] | None = None
+    peers: list[Peer] | None = None
+

@@ -1,0 +1,770 @@
+"""Validation: documents -> models -> semantic checks across the whole set -> DesiredState.
+
+Three passes, each adding `Diagnostic`s that point at file:line:column and a field path:
+1. envelope and schema (pydantic, with "did you mean" for unknown fields);
+2. gathering: which objects exist, in which fleet, and where they were declared;
+3. semantic rules that need the whole set (names, references, schedules, secrets, files, tags).
+Pure apart from reading the soul/avatar/picture files a manifest references. Called by the CLI
+verbs and the reconciler; an error here means nothing else runs (PRODUCT.md safety rule 1).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import typing
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from controller.hermes import image_extension, naming, schedules
+from controller.manifests import desired as d
+from controller.diagnostics import Diagnostic, format_path
+from controller.manifests.loading import Document
+from controller.manifests.models import (
+    API_VERSION,
+    KINDS,
+    Bot,
+    BotDefaults,
+    BotDocument,
+    FleetDocument,
+    Peer,
+    PeerDocument,
+    PolicyDocument,
+    PolicySpec,
+    Room,
+    RoomDocument,
+    Routine,
+    RoutineDocument,
+    SecretRef,
+    Section,
+    SectionDocument,
+    Tts,
+)
+
+DOCUMENT_CLASSES: dict[str, type[BaseModel]] = {
+    "Fleet": FleetDocument,
+    "Bot": BotDocument,
+    "Section": SectionDocument,
+    "Room": RoomDocument,
+    "Routine": RoutineDocument,
+    "Peer": PeerDocument,
+    "Policy": PolicyDocument,
+}
+MIN_ROUTINE_GAP_MINUTES = 5
+MAX_SOUL_BYTES = 1_000_000
+MAX_IMAGE_BYTES = 2_000_000
+BOT_COVERED = ("model", "toolsets", "skills", "mcp_servers", "tts", "checkpoints", "bot_peers")
+INSTALL_COVERED = (
+    "checkpoints", "gateway.bot_loop_guard", "agent.bot_mode_protocol", "auxiliary.group_router", "bot_peers",
+)
+TTS_PROVIDER_FIELDS = tuple(f for f in Tts.model_fields if f != "provider")
+_UNION_TAGS = re.compile(
+    r"^(SecretRef|str|int|float|bool|none|function-.*|constrained-.*|literal\[.*|json-or-python.*|\[key\])$")
+
+
+@dataclass
+class Declared:
+    """One object as declared: the model, the document it came from and its field path."""
+
+    obj: Any
+    doc: Document
+    loc: tuple[object, ...]
+    named_at: tuple[object, ...] | None = None  # one-object documents: the name is metadata.name
+
+    def at(self, *more: object) -> tuple[Document, tuple[object, ...]]:
+        if more and more[0] == "name" and self.named_at is not None:
+            return self.doc, self.named_at + more[1:]
+        return self.doc, self.loc + more
+
+    @property
+    def base_dir(self) -> Path:
+        return self.doc.base_dir
+
+
+@dataclass
+class Gathered:
+    fleet_names: dict[str, Declared] = field(default_factory=dict)
+    explicit_fleets: list[tuple[str, Declared]] = field(default_factory=list)
+    bots: list[Declared] = field(default_factory=list)
+    sections: list[Declared] = field(default_factory=list)
+    rooms: list[Declared] = field(default_factory=list)
+    peers: list[Declared] = field(default_factory=list)
+    routines: list[tuple[str, Declared]] = field(default_factory=list)  # (bot name, routine)
+    policies: list[Declared] = field(default_factory=list)
+
+
+@dataclass
+class ValidationResult:
+    diagnostics: list[Diagnostic]
+    state: d.DesiredState | None
+    files: list[str]
+    documents: int
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [x for x in self.diagnostics if x.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [x for x in self.diagnostics if x.severity == "warning"]
+
+
+class _Report:
+    """Collects diagnostics; locations are resolved lazily from the document's node tree."""
+
+    def __init__(self) -> None:
+        self.items: list[Diagnostic] = []
+
+    def add(self, severity: str, where: tuple[Document, tuple[object, ...]], message: str,
+            hint: str = "", code: str = "invalid") -> None:
+        doc, loc = where
+        line, column = doc.locate(loc)
+        self.items.append(Diagnostic(severity, doc.source, line, column, format_path(loc), message, hint, code))  # type: ignore[arg-type]
+
+    def error(self, where: tuple[Document, tuple[object, ...]], message: str, hint: str = "", code: str = "invalid") -> None:
+        self.add("error", where, message, hint, code)
+
+    def warning(self, where: tuple[Document, tuple[object, ...]], message: str, hint: str = "", code: str = "warning") -> None:
+        self.add("warning", where, message, hint, code)
+
+
+def validate(documents: list[Document], *, fleet: str | None = None, now: datetime | None = None,
+             files: list[str] | None = None) -> ValidationResult:
+    """Run every check; build the desired state when there is no error."""
+    report = _Report()
+    models = [(doc, m) for doc in documents if (m := _check_schema(doc, report)) is not None]
+    gathered = _gather(models, report)
+    schema_failed = len(models) < len(documents)
+    fleet_name = _resolve_fleet(gathered, fleet, report, documents, quiet=schema_failed)
+    if fleet_name is None and not documents and not report.items:
+        report.items.append(Diagnostic("error", (files or ["<input>"])[0], 0, 0, "",
+                                       "no manifest documents were read from the input",
+                                       "add a 'kind: Fleet' document, or pass --fleet NAME", "fleet"))
+    checker = _Checks(gathered, report, now or datetime.now(UTC))
+    checker.run()
+    state = None
+    if not any(x.severity == "error" for x in report.items) and fleet_name is not None:
+        state = _build_state(gathered, fleet_name, report)
+        if any(x.severity == "error" for x in report.items):  # _build_state found a conflict
+            state = None
+    diagnostics = sorted(report.items, key=lambda x: (x.file, x.line, x.column))
+    return ValidationResult(diagnostics, state, files or sorted({doc.source for doc in documents}), len(documents))
+
+
+# --- pass 1: envelope and schema ------------------------------------------------------------
+
+
+def _check_schema(doc: Document, report: _Report) -> BaseModel | None:
+    data = doc.data
+    if not isinstance(data, dict):
+        report.error((doc, ()), f"a manifest document must be a mapping, not {_type_name(data)}",
+                     "start the document with 'apiVersion: hermes-fleet/v1' and 'kind: ...'", "envelope")
+        return None
+    if data.get("apiVersion") != API_VERSION:
+        got = data.get("apiVersion")
+        report.error((doc, ("apiVersion",)),
+                     "missing apiVersion" if got is None else f"unknown apiVersion {got!r}",
+                     f"set 'apiVersion: {API_VERSION}'", "envelope")
+        return None
+    kind = data.get("kind")
+    cls = DOCUMENT_CLASSES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        guess = difflib.get_close_matches(str(kind), KINDS, n=1)
+        hint = f"did you mean {guess[0]!r}?" if guess else f"use one of {', '.join(KINDS)}"
+        report.error((doc, ("kind",)), "missing kind" if kind is None else f"unknown kind {kind!r}", hint, "envelope")
+        return None
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        for item in _clean_errors(exc, data):
+            loc, message, hint, code = _explain(item, cls)
+            report.error((doc, loc), message, hint, code)
+        return None
+
+
+def _clean_errors(exc: ValidationError, data: Any) -> list[dict[str, Any]]:
+    """Drop pydantic's union-member tags from locations and keep one error per field path."""
+    seen: set[tuple[object, ...]] = set()
+    out: list[dict[str, Any]] = []
+    for err in exc.errors(include_url=False):
+        loc: list[object] = []
+        node = data
+        for part in err["loc"]:
+            in_dict = isinstance(node, dict) and part in node
+            if in_dict or (isinstance(node, list) and isinstance(part, int) and part < len(node)):
+                loc.append(part)
+                node = node[part]
+            elif isinstance(part, str) and _UNION_TAGS.match(part):
+                continue
+            else:
+                loc.append(part)
+                node = None
+        key = tuple(loc)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({**err, "loc": key, "value": node})
+    # A value that is a mapping failed both as a reference (errors inside it) and as a scalar
+    # (one type error on it): the scalar member's complaint is noise.
+    deeper = {e["loc"][:n] for e in out for n in range(len(e["loc"]))}
+    return [e for e in out if not (e["loc"] in deeper and e["type"].endswith(("_type", "_parsing")))]
+
+
+def _explain(err: dict[str, Any], cls: type[BaseModel]) -> tuple[tuple[object, ...], str, str, str]:
+    loc = err["loc"]
+    kind = err["type"]
+    field_name = str(loc[-1]) if loc else ""
+    if kind == "extra_forbidden":
+        allowed = _fields_at(cls, loc[:-1])
+        guess = difflib.get_close_matches(field_name, allowed, n=1, cutoff=0.6) if allowed else []
+        hint = f"did you mean {guess[0]!r}?" if guess else (
+            f"allowed fields here: {', '.join(sorted(allowed))}" if allowed else "remove it")
+        return loc, f"unknown field {field_name!r}", hint, "unknown_field"
+    if kind == "missing":
+        return loc, f"required field {field_name!r} is missing", f"add '{field_name}:'", "missing_field"
+    message = err["msg"]
+    if message.startswith(("Value error, ", "Assertion failed, ")):
+        message = message.split(", ", 1)[1]
+    hint = ""
+    if kind.endswith("_type") or kind in ("model_type", "dict_type", "list_type"):
+        message = f"{message[0].lower()}{message[1:]}, got {_type_name(err.get('input'))}"
+        hint = "'hermes-fleet schema' shows what each field takes"
+    elif kind == "string_pattern_mismatch":
+        message = f"{_short(err.get('input'))} is not allowed here ({message[0].lower()}{message[1:]})"
+    return loc, message[0].lower() + message[1:] if message else message, hint, "invalid_value"
+
+
+@functools.lru_cache(maxsize=256)
+def _fields_at(cls: type[BaseModel], loc: tuple[object, ...]) -> tuple[str, ...]:
+    """The field names allowed at `loc` inside `cls` (for "did you mean")."""
+    current: Any = cls
+    for part in loc:
+        current = _descend(current, part)
+        if current is None:
+            return ()
+    model = _model_in(current)
+    return tuple(model.model_fields) if model else ()
+
+
+def _descend(annotation: Any, part: object) -> Any:
+    model = _model_in(annotation)
+    if model is not None and isinstance(part, str):
+        info = model.model_fields.get(part)
+        return info.annotation if info else None
+    for arg in _args(annotation):
+        origin = typing.get_origin(arg)
+        if origin is list and isinstance(part, int):
+            return typing.get_args(arg)[0]
+        if origin is dict and isinstance(part, str):
+            return typing.get_args(arg)[1]
+    return None
+
+
+def _args(annotation: Any) -> list[Any]:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _args(typing.get_args(annotation)[0])
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        return [a for x in typing.get_args(annotation) for a in _args(x)]
+    return [annotation]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    for arg in _args(annotation):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", int: "a number", float: "a number",
+            bool: "true/false", type(None): "nothing (null)"}.get(type(value), type(value).__name__)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --- pass 2: gathering ----------------------------------------------------------------------
+
+
+def _gather(models: list[tuple[Document, BaseModel]], report: _Report) -> Gathered:
+    g = Gathered()
+    for doc, model in models:
+        meta_fleet = getattr(model.metadata, "fleet", None)
+        if isinstance(model, FleetDocument):
+            name = model.metadata.name
+            if name in g.fleet_names:
+                first = g.fleet_names[name]
+                report.error((doc, ("metadata", "name")), f"fleet {name!r} is declared twice "
+                             f"(first at {first.doc.source}:{first.doc.locate(('metadata', 'name'))[0]})",
+                             "keep one Fleet document per fleet", "duplicate")
+            g.fleet_names[name] = Declared(model, doc, ())
+            spec = model.spec
+            if any(getattr(spec, f) is not None for f in PolicySpec.model_fields):
+                g.policies.append(Declared(spec, doc, ("spec",)))
+            for i, x in enumerate(spec.sections or []):
+                g.sections.append(Declared(x, doc, ("spec", "sections", i)))
+            for i, x in enumerate(spec.bots or []):
+                g.bots.append(Declared(x, doc, ("spec", "bots", i)))
+                for j, r in enumerate(x.routines or []):
+                    g.routines.append((x.name, Declared(r, doc, ("spec", "bots", i, "routines", j))))
+            for i, x in enumerate(spec.rooms or []):
+                g.rooms.append(Declared(x, doc, ("spec", "rooms", i)))
+            for i, x in enumerate(spec.peers or []):
+                g.peers.append(Declared(x, doc, ("spec", "peers", i)))
+            continue
+        if meta_fleet:
+            g.explicit_fleets.append((meta_fleet, Declared(model, doc, ("metadata", "fleet"))))
+        _gather_single(model, doc, g, report)
+    return g
+
+
+_META_NAME = ("metadata", "name")
+
+
+def _gather_single(model: BaseModel, doc: Document, g: Gathered, report: _Report) -> None:
+    try:
+        _gather_object(model, doc, g)
+    except ValidationError as exc:  # metadata.name breaks the kind's own name rule
+        for err in exc.errors(include_url=False):
+            if tuple(err["loc"])[:1] == ("name",):
+                msg = err["msg"].split(", ", 1)[-1] if err["msg"].startswith("Value error") else err["msg"]
+                report.error((doc, ("metadata", "name")), f"invalid name: {msg[0].lower()}{msg[1:]}",
+                             code="invalid_value")
+
+
+def _gather_object(model: BaseModel, doc: Document, g: Gathered) -> None:
+    name = model.metadata.name  # type: ignore[attr-defined]
+    spec = model.spec  # type: ignore[attr-defined]
+    # The spec is validated already: hand its values (nested models as they are) to the full
+    # model, which then checks only what it adds (the name). Dumping and re-validating the whole
+    # spec doubled the cost of the many-documents form.
+    fields = {key: getattr(spec, key) for key in spec.model_fields_set}
+    if isinstance(model, BotDocument):
+        bot = Bot.model_validate({**fields, "name": name})
+        g.bots.append(Declared(bot, doc, ("spec",), _META_NAME))
+        for j, r in enumerate(bot.routines or []):
+            g.routines.append((name, Declared(r, doc, ("spec", "routines", j))))
+    elif isinstance(model, SectionDocument):
+        g.sections.append(Declared(Section.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME))
+    elif isinstance(model, RoomDocument):
+        g.rooms.append(Declared(Room.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME))
+    elif isinstance(model, PeerDocument):
+        g.peers.append(Declared(Peer.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME))
+    elif isinstance(model, RoutineDocument):
+        bot_name = fields.pop("bot")
+        g.routines.append((bot_name, Declared(Routine.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME)))
+    elif isinstance(model, PolicyDocument):
+        g.policies.append(Declared(model.spec, doc, ("spec",)))
+
+
+def _resolve_fleet(g: Gathered, explicit: str | None, report: _Report, documents: list[Document], *,
+                   quiet: bool = False) -> str | None:
+    names = set(g.fleet_names) | {n for n, _ in g.explicit_fleets}
+    if explicit:
+        if naming.PROFILE_NAME.match(explicit) is None:
+            report.items.append(Diagnostic("error", "<command line>", 0, 0, "--fleet",
+                                           f"invalid fleet name {explicit!r}", "use ^[a-z0-9][a-z0-9_-]{0,63}$", "fleet"))
+            return None
+        names.add(explicit)
+    if len(names) > 1:
+        for name, declared in g.explicit_fleets:
+            report.error(declared.at(), f"this object belongs to fleet {name!r}, but the manifests name "
+                         f"{len(names)} fleets ({', '.join(sorted(names))})",
+                         "apply one fleet at a time: every document in one run must name the same fleet", "fleet")
+        if not g.explicit_fleets:
+            report.error((documents[0], ("metadata", "name")), f"the manifests name {len(names)} fleets "
+                         f"({', '.join(sorted(names))})", "apply one fleet at a time", "fleet")
+        return None
+    if not names:
+        if documents and not quiet:
+            report.error((documents[0], ("metadata",)), "no fleet name: the ownership scope is unknown",
+                         "add a 'kind: Fleet' document, set metadata.fleet on each document, or pass --fleet NAME",
+                         "fleet")
+        return None
+    return names.pop()
+
+
+# --- pass 3: semantic checks ----------------------------------------------------------------
+
+
+class _Checks:
+    def __init__(self, g: Gathered, report: _Report, now: datetime) -> None:
+        self.g = g
+        self.report = report
+        self.now = now
+        self.bot_names = {x.obj.name for x in g.bots}
+        self.bot_hosts = {x.obj.name: x.obj.host for x in g.bots}
+        self.peer_names = {x.obj.name for x in g.peers}
+        self.section_names = {x.obj.name for x in g.sections}
+
+    def run(self) -> None:
+        self.check_unique(self.g.bots, "bot")
+        self.check_unique(self.g.sections, "section")
+        self.check_unique(self.g.rooms, "room")
+        self.check_unique(self.g.peers, "peer")
+        self.check_policies()
+        for bot in self.g.bots:
+            self.check_bot(bot)
+        self.check_routines()
+        self.check_mentions()
+        for room in self.g.rooms:
+            self.check_room(room)
+        for peer in self.g.peers:
+            self.check_peer(peer)
+
+    def check_unique(self, items: list[Declared], what: str) -> None:
+        first: dict[str, Declared] = {}
+        for item in items:
+            name = item.obj.name
+            if name in first:
+                other = first[name]
+                line = other.doc.locate(other.at("name")[1])[0]
+                self.report.error(item.at("name"), f"{what} {name!r} is declared twice (first at {other.doc.source}:{line})",
+                                  f"rename or remove one; {what} names are unique across all files", "duplicate")
+            else:
+                first[name] = item
+
+    def check_policies(self) -> None:
+        if len(self.g.policies) > 1:
+            for extra in self.g.policies[1:]:
+                self.report.error(extra.at(), "more than one Policy (or Fleet spec) sets install-wide settings",
+                                  "merge them into one", "duplicate")
+        for pol in self.g.policies:
+            spec: PolicySpec = pol.obj
+            self.check_config(pol, spec.config, INSTALL_COVERED, install=True)
+            if spec.defaults is not None:
+                self.check_settings(pol, spec.defaults, ("defaults",))
+
+    def check_bot(self, item: Declared) -> None:
+        bot: Bot = item.obj
+        problem = naming.profile_name_problem(bot.name)
+        if problem:
+            self.report.error(item.at("name"), f"{bot.name!r} is not a valid profile name: {problem}", code="name")
+        elif bot.name in naming.RESERVED_PROFILE_NAMES and bot.name != naming.DEFAULT_PROFILE:
+            self.report.error(item.at("name"), f"{bot.name!r} is reserved by Hermes and cannot be a profile",
+                              "choose another name", "reserved_name")
+        if bot.name == naming.DEFAULT_PROFILE and (bot.clone_from or bot.create_empty):
+            self.report.error(item.at("clone_from" if bot.clone_from else "create_empty"),
+                              "the default profile is the Hermes root and is never created",
+                              "remove clone_from / create_empty from the default bot", "default_profile")
+        if bot.clone_from is not None:
+            self.check_clone_from(item, bot)
+        if bot.section is not None and bot.section not in self.section_names:
+            self.report.error(item.at("section"), f"section {bot.section!r} is not declared",
+                              self._suggest(bot.section, self.section_names, "add it under sections:"), "reference")
+        self.check_settings(item, bot, ())
+        if bot.soul_file is not None:
+            self.check_file(item.at("soul_file"), item.base_dir, bot.soul_file, MAX_SOUL_BYTES, text=True)
+        if bot.avatar is not None and bot.avatar.image is not None:
+            self.check_file(item.at("avatar", "image"), item.base_dir, bot.avatar.image, MAX_IMAGE_BYTES, image=True)
+
+    def check_clone_from(self, item: Declared, bot: Bot) -> None:
+        assert bot.clone_from is not None
+        problem = naming.profile_name_problem(bot.clone_from)
+        if problem:
+            self.report.error(item.at("clone_from"), f"{bot.clone_from!r} is not a valid profile name: {problem}",
+                              code="name")
+        elif bot.clone_from == bot.name:
+            self.report.error(item.at("clone_from"), "a bot cannot be cloned from itself",
+                              "name another profile", "reference")
+
+    def check_settings(self, item: Declared, settings: Bot | BotDefaults, prefix: tuple[object, ...]) -> None:
+        from controller.adapters.envfile import ENV_NAME_DENYLIST
+
+        for key, value in (settings.env or {}).items():
+            if key in ENV_NAME_DENYLIST:  # refused at write time too: refuse before anything is written
+                self.report.error(item.at(*prefix, "env", key), f"{key} may not be set in a Hermes .env "
+                                  "(Hermes refuses it too: it steers the loader, shell or Hermes itself)",
+                                  "remove it from env", "invalid_value")
+            elif naming.is_secret_key(key) and not isinstance(value, SecretRef):
+                self.report.error(item.at(*prefix, "env", key), f"{key} looks like a secret but has a literal value",
+                                  f"write '{key}: {{from_env: {key}}}' (or from_file) and keep the value out of git",
+                                  "secret_literal")
+        for name, server in (settings.mcp_servers or {}).items():
+            for block in ("env", "headers"):
+                for key, value in (getattr(server, block) or {}).items():
+                    if naming.is_secret_key(key) and not isinstance(value, SecretRef):
+                        self.report.error(item.at(*prefix, "mcp_servers", name, block, key),
+                                          f"{key} looks like a secret but has a literal value",
+                                          "use {from_env: NAME} or {from_file: PATH}", "secret_literal")
+        if settings.tts is not None:
+            for provider in TTS_PROVIDER_FIELDS:
+                block = getattr(settings.tts, provider)
+                for dotted, leaf in d.flatten(block or {}).items():
+                    if naming.is_secret_key(dotted.rsplit(".", 1)[-1]) and leaf not in (None, ""):
+                        self.report.error(item.at(*prefix, "tts", provider, dotted.split(".")[0]),
+                                          f"tts.{provider}.{dotted} looks like a secret but has a literal value",
+                                          "put the key in env: as a reference (Hermes reads provider keys "
+                                          "from .env)", "secret_literal")
+        self.check_config(item, settings.config, BOT_COVERED, install=False, prefix=prefix)
+
+    def check_config(self, item: Declared, config: dict[str, Any] | None, covered: tuple[str, ...], *,
+                     install: bool, prefix: tuple[object, ...] = ()) -> None:
+        for top, value in (config or {}).items():
+            for dotted, leaf in d.flatten({top: value}).items():
+                where = item.at(*prefix, "config", top)
+                if any(part == "" for part in dotted.split(".")):
+                    self.report.error(where, f"config key {dotted!r} has an empty segment", "remove the stray '.'",
+                                      "config_key")
+                    continue
+                hit = next((c for c in covered if dotted == c or dotted.startswith(c + ".")), None)
+                if hit is not None:
+                    field = _typed_field(hit, install)
+                    self.report.error(where, f"config key {dotted!r} is set by the typed field {field!r}",
+                                      f"use '{field}:' instead of the passthrough", "config_covered")
+                elif naming.is_secret_key(dotted.rsplit(".", 1)[-1]) and leaf not in (None, "") and not (
+                        isinstance(leaf, str) and leaf.startswith("${")):
+                    self.report.error(where, f"config key {dotted!r} looks like a secret but has a literal value",
+                                      "put the secret in env: as a reference and write '${NAME}' here", "secret_literal")
+
+    def check_file(self, where: tuple[Document, tuple[object, ...]], base: Path, rel: str, limit: int, *,
+                   text: bool = False, image: bool = False) -> None:
+        try:
+            resolved = (base / rel).resolve()
+            root = base.resolve()
+        except OSError as exc:
+            self.report.error(where, f"cannot resolve {rel!r}: {exc}", code="file")
+            return
+        if Path(rel).is_absolute() or not resolved.is_relative_to(root):
+            self.report.error(where, f"{rel!r} points outside the manifest's folder ({root})",
+                              "keep referenced files next to the manifest, in its folder or below", "file_outside")
+            return
+        if not resolved.is_file():
+            self.report.error(where, f"file {rel!r} does not exist (looked in {root})",
+                              "check the path; it is relative to the manifest's folder", "file_missing")
+            return
+        size = resolved.stat().st_size
+        if size > limit:
+            self.report.error(where, f"{rel!r} is {size:,} bytes, over the {limit:,}-byte limit", code="file_too_large")
+            return
+        if text:
+            try:
+                resolved.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                self.report.error(where, f"{rel!r} is not UTF-8 text", "save it as UTF-8", "file_encoding")
+        if image and image_extension(resolved.read_bytes()[:16]) is None:
+            self.report.error(where, f"{rel!r} is not a PNG, JPEG or WebP image", "convert it to PNG", "file_type")
+
+    def check_routines(self) -> None:
+        per_bot: dict[str, dict[str, Declared]] = defaultdict(dict)
+        for bot_name, item in self.g.routines:
+            routine: Routine = item.obj
+            if bot_name not in self.bot_names:
+                self.report.error(item.at("bot"), f"routine {routine.name!r} names bot {bot_name!r}, which is not declared",
+                                  self._suggest(bot_name, self.bot_names, "declare the bot"), "reference")
+            seen = per_bot[bot_name]
+            if routine.name in seen:
+                self.report.error(item.at("name"), f"bot {bot_name!r} has two routines named {routine.name!r}",
+                                  "routine names are unique per bot", "duplicate")
+            seen[routine.name] = item
+            self.check_schedule(item, routine)
+        for bot_name, routines in per_bot.items():
+            for item in routines.values():
+                old = item.obj.renamed_from
+                if old is not None and old in routines:
+                    self.report.error(item.at("renamed_from"),
+                                      f"renamed_from {old!r} names a routine of bot {bot_name!r} that still exists",
+                                      "drop renamed_from, or remove the old routine", "reference")
+
+    def check_schedule(self, item: Declared, routine: Routine) -> None:
+        try:
+            parsed = _parse_schedule(routine.schedule)
+        except schedules.ScheduleError as exc:
+            self.report.error(item.at("schedule"), str(exc), "", "schedule")
+            return
+        gap = _gap(parsed, self.now.replace(second=0, microsecond=0, minute=0))
+        if gap is not None and gap < MIN_ROUTINE_GAP_MINUTES:
+            runs = ", ".join(t.strftime("%Y-%m-%d %H:%M") for t in schedules.next_runs(parsed, 3, now=self.now))
+            self.report.warning(item.at("schedule"),
+                                f"{routine.schedule!r} runs every {gap:g} minute(s) (next: {runs} UTC); every run "
+                                "is a model call", f"use a gap of at least {MIN_ROUTINE_GAP_MINUTES} minutes",
+                                "frequent_schedule")
+        if parsed.kind == "once" and parsed.run_at is not None and parsed.run_at <= self.now:
+            self.report.warning(item.at("schedule"), f"the one-shot time {routine.schedule!r} is in the past",
+                                "Hermes refuses one-shots more than 120 s in the past; set a future time or remove it",
+                                "past_one_shot")
+
+    def check_mentions(self) -> None:
+        # Every @-form a bot answers to: its name, plus its title's forms (bot-mode-state.md section 4).
+        owners: dict[str, set[str]] = defaultdict(set)
+        for item in self.g.bots:
+            bot: Bot = item.obj
+            owners[bot.name].add(bot.name)
+            for form in naming.mention_forms(bot.title or ""):
+                owners[form].add(bot.name)
+        for item in self.g.bots:
+            bot = item.obj
+            for form in naming.mention_forms(bot.title or ""):
+                others = sorted(owners[form] - {bot.name})
+                if others:
+                    clash = "the name" if form in self.bot_names and form != bot.name else "a title tag"
+                    self.report.error(item.at("title"),
+                                      f"title {bot.title!r} gives the tag @{form}, which is also {clash} of "
+                                      f"{', '.join(others)}; Hermes resolves an ambiguous tag to nobody",
+                                      "choose a title whose tags no other bot uses", "mention_collision")
+
+    def check_room(self, item: Declared) -> None:
+        room: Room = item.obj
+        count = len(room.members)
+        if not 2 <= count <= 6:
+            self.report.error(item.at("members"), f"a room has 2-6 members, this one has {count}",
+                              "add or remove members", "room_members")
+        seen: set[str] = set()
+        for i, member in enumerate(room.members):
+            if member in seen:
+                self.report.error(item.at("members", i), f"{member!r} is listed twice", "list each member once",
+                                  "room_members")
+            seen.add(member)
+            self.check_member(item.at("members", i), member)
+        self.check_room_hosts(item, room)
+        if room.who_answers.startswith("lead:"):
+            lead = room.who_answers.split(":", 1)[1]
+            if lead not in room.members:
+                self.report.error(item.at("who_answers"), f"the lead {lead!r} is not a member of room {room.name!r}",
+                                  "name one of its members as lead", "reference")
+        if room.picture is not None:
+            self.check_file(item.at("picture"), item.base_dir, room.picture, MAX_IMAGE_BYTES, image=True)
+
+    def check_room_hosts(self, item: Declared, room: Room) -> None:
+        """A room's gateway reaches its local members only; a bot on another host must be a peer member."""
+        for i, member in enumerate(room.members):
+            host = self.bot_hosts.get(member)
+            if host is None or host == room.host:
+                continue
+            where = f"on host {room.host!r}" if room.host else "on every host (it names no host)"
+            self.report.error(item.at("members", i),
+                              f"member {member!r} lives on host {host!r}, but room {room.name!r} is applied {where}",
+                              f"give the room 'host: {host}', or reach the bot through a peer: write "
+                              f"'<peer>/{member}' with a peer whose url is {host}'s gateway", "cross_host")
+
+    def check_member(self, where: tuple[Document, tuple[object, ...]], member: str) -> None:
+        if "/" in member:
+            peer, _, profile = member.partition("/")
+            if peer not in self.peer_names:
+                self.report.error(where, f"remote member {member!r} names peer {peer!r}, which is not declared",
+                                  "declare it under peers: with its url and key", "reference")
+            elif naming.profile_name_problem(profile):
+                self.report.error(where, f"{profile!r} is not a valid profile name", code="name")
+        elif member not in self.bot_names:
+            self.report.error(where, f"member {member!r} is not a bot of this fleet",
+                              self._suggest(member, self.bot_names, "declare it, or write peer/profile for a remote bot"),
+                              "reference")
+
+    def check_peer(self, item: Declared) -> None:
+        peer: Peer = item.obj
+        if naming.profile_name_problem(peer.name):
+            self.report.error(item.at("name"), f"{peer.name!r} is not a valid peer name",
+                              "use ^[a-z0-9][a-z0-9_-]{0,63}$ (Hermes lower-cases peer names)", "name")
+        url = peer.url
+        if not re.match(r"^https?://[^/\s:]+(:\d{1,5})?(/\S*)?$", url):
+            self.report.error(item.at("url"), f"{url!r} is not an http:// or https:// URL with a host",
+                              "write it like http://spark.lan:8642", "url")
+
+    @staticmethod
+    def _suggest(value: str, options: set[str], fallback: str) -> str:
+        guess = difflib.get_close_matches(value, sorted(options), n=1)
+        return f"did you mean {guess[0]!r}?" if guess else fallback
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_schedule(text: str) -> schedules.Schedule:
+    return schedules.parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gap(parsed: schedules.Schedule, hour: datetime) -> float | None:
+    return schedules.shortest_gap_minutes(parsed, now=hour)
+
+
+def _typed_field(covered: str, install: bool) -> str:
+    if install:
+        return {"gateway.bot_loop_guard": "gateway.bot_loop_guard", "agent.bot_mode_protocol": "gateway.bot_mode_protocol",
+                "auxiliary.group_router": "gateway.group_router", "bot_peers": "peers"}.get(covered, covered)
+    return "peers" if covered == "bot_peers" else covered
+
+
+# --- building the desired state ---------------------------------------------------------------
+
+
+def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
+    policy: PolicySpec = g.policies[0].obj if g.policies else PolicySpec()
+    sections = {x.obj.name: x.obj for x in g.sections}
+    routines: dict[str, list[Routine]] = defaultdict(list)
+    for bot_name, item in g.routines:
+        routines[bot_name].append(item.obj)
+    bots: dict[str, d.DesiredBot] = {}
+    for item in g.bots:
+        bots[item.obj.name] = _desired_bot(item, fleet, policy.defaults, sections, routines[item.obj.name])
+    install_config = _install_config(policy, [x.obj for x in g.peers])
+    root_bot = bots.get(naming.DEFAULT_PROFILE)
+    if root_bot is not None:
+        for key in sorted(set(root_bot.config) & set(install_config)):
+            report.error(g.policies[0].at("config"), f"config key {key!r} is set both install-wide and by the "
+                         "default bot (both write the root config.yaml)", "set it in one place", "config_conflict")
+    install_env = {
+        naming.peer_env_key(x.obj.name): d.EnvEntry(ref=x.obj.key, base_dir=str(x.base_dir))
+        for x in g.peers if x.obj.key is not None
+    }
+    state = d.DesiredState(
+        fleet=fleet, bots=bots, sections=sections, rooms={x.obj.name: x.obj for x in g.rooms},
+        peers={x.obj.name: x.obj for x in g.peers}, install_config=install_config, install_env=install_env,
+    )
+    digest = d.compute_digest({
+        "fleet": fleet, "bots": bots, "sections": sections, "rooms": state.rooms, "peers": state.peers,
+        "install_config": install_config, "install_env": install_env,
+    })
+    return d.DesiredState(**{**state.__dict__, "digest": digest})
+
+
+def _desired_bot(item: Declared, fleet: str, defaults: BotDefaults | None, sections: dict[str, Section],
+                 routines: list[Routine]) -> d.DesiredBot:
+    bot = d.merged_with_defaults(item.obj, defaults)
+    base = str(item.base_dir)
+    soul = bot.soul
+    if bot.soul_file is not None:
+        soul = (item.base_dir / bot.soul_file).read_text(encoding="utf-8")
+    section = None
+    if bot.section is not None:
+        declared = sections[bot.section]
+        section = (declared.id or d.section_id(fleet, declared.name), declared.name)
+    line, column = item.doc.locate(item.loc)
+    env = {**d.env_entries(bot.env, base), **d.mcp_secret_env(bot, base)}
+    return d.DesiredBot(
+        name=bot.name, origin=d.Origin(item.doc.source, line, column), title=bot.title,
+        description=bot.description, display_name=bot.display_name, soul=soul,
+        avatar=d.avatar_meta(bot.avatar) if bot.avatar else None,
+        avatar_image=str((item.base_dir / bot.avatar.image).resolve()) if bot.avatar and bot.avatar.image else None,
+        hidden=bot.hidden, pinned=bot.pinned, section=section, config=d.bot_config(bot), env=env,
+        routines=tuple(routines), clone_from=bot.clone_from, create_empty=bool(bot.create_empty), host=bot.host,
+    )
+
+
+def _install_config(policy: PolicySpec, peers: list[Peer]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    gateway = policy.gateway
+    if gateway is not None:
+        if gateway.bot_loop_guard is not None:
+            out.update(d.flatten(gateway.bot_loop_guard.model_dump(exclude_none=True), "gateway.bot_loop_guard."))
+        if gateway.bot_mode_protocol is not None:
+            out["agent.bot_mode_protocol"] = gateway.bot_mode_protocol
+        if gateway.group_router is not None:
+            out.update(d.flatten(gateway.group_router.model_dump(exclude_none=True), "auxiliary.group_router."))
+    if policy.checkpoints is not None:
+        out.update(d.flatten(policy.checkpoints.model_dump(exclude_none=True), "checkpoints."))
+    for peer in peers:
+        entry: dict[str, Any] = {"url": peer.url.rstrip("/")}
+        if peer.note:
+            entry["note"] = peer.note
+        out.update(d.flatten(entry, f"bot_peers.{peer.name}."))
+    if policy.config:
+        out.update(d.flatten(policy.config))
+    return out

@@ -1,0 +1,490 @@
+"""Export: write manifests for a Hermes home that was built by hand (Desktop or CLI).
+
+The inverse of desired.py + applying.py: each profile's config.yaml, .env, SOUL.md,
+profile.yaml (Bot Mode record), avatar and Bot Mode routines become a Bot; the root profile's
+Bot Mode policy, peers and other config become install-wide settings. Secrets never leave `.env`:
+secret-shaped keys become `from_env` references named after the key, and secret-shaped config
+leaves are left out with a warning. Read-only on the home. Called by `hermes-fleet export`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller.hermes import naming
+from controller.core import jobs
+from controller.adapters import configfile, cronstore, envfile, profilemeta
+from controller.adapters.home import profile_dir, resolve_root
+from controller.errors import ExitCode, UsageError
+from controller.manifests.models.bots import BLOB_SILHOUETTES, GEOMETRIC_SHAPES
+from controller.engine import observing
+from controller.hermes import AVATAR_EXTENSIONS
+
+SCHEMA_LINE = "# yaml-language-server: $schema=https://hermes-fleet.dev/schemas/v1/hermes-fleet.json\n"
+BOT_CONFIG_TYPED = ("model", "toolsets", "skills", "mcp_servers", "tts", "checkpoints")
+INSTALL_TYPED = {
+    "gateway.bot_loop_guard": ("gateway", "bot_loop_guard"),
+    "agent.bot_mode_protocol": ("gateway", "bot_mode_protocol"),
+    "auxiliary.group_router": ("gateway", "group_router"),
+}
+HERMES_OWNED_KEYS = ("_config_version",)  # Hermes' own bookkeeping, never a user setting
+_TAG = re.compile(r"^\[bot:([a-z0-9][a-z0-9_-]*)\]\s*(.*)$", re.S | re.I)
+
+
+@dataclass
+class Export:
+    fleet: str
+    bots: list[dict[str, Any]] = field(default_factory=list)
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)  # sectionId -> section
+    peers: list[dict[str, Any]] = field(default_factory=list)
+    rooms: list[dict[str, Any]] = field(default_factory=list)
+    policy: dict[str, Any] = field(default_factory=dict)
+    souls: dict[str, str] = field(default_factory=dict)  # bot -> SOUL.md text
+    avatars: dict[str, Path] = field(default_factory=dict)  # bot -> image file in the home
+    warnings: list[str] = field(default_factory=list)
+
+
+# --- reading the home ----------------------------------------------------------------------------
+
+
+def export_home(root: Path, fleet: str, bots: list[str] | None = None, *, gateway: Any = None) -> Export:
+    out = Export(fleet=fleet)
+    names = bots if bots else _all_bots(root)
+    for name in names:
+        if name != naming.DEFAULT_PROFILE and not profile_dir(root, name).is_dir():
+            raise UsageError(f"profile {name!r} does not exist in {root}", hint="check --bot")
+        out.bots.append(_export_bot(root, name, out))
+    _export_install(root, out)
+    if gateway is not None:
+        _export_rooms(root, gateway, set(names), out)
+    return out
+
+
+def _export_rooms(root: Path, options: Any, bots: set[str], out: Export) -> None:
+    """Live rooms whose local members are all exported bots (read-only: groups.list)."""
+    from controller.core import rooms
+
+    obs = observing.observe_rooms(root, options)
+    if obs.error:
+        out.warnings.append(f"rooms were not exported: {obs.error}")
+        return
+    for room in sorted(obs.rooms.values(), key=lambda r: str(r.get("name"))):
+        if room.get("disbanded_at"):
+            continue
+        name = str(room.get("name") or room.get("room_id"))
+        local = sorted(rooms.local_members(room))
+        remote = rooms.peer_members(room)
+        if remote:
+            out.warnings.append(f"room {name!r}: it has members on other machines ({', '.join(remote)}); "
+                                "add them as peer/profile members by hand, after declaring the peer")
+        missing = [m for m in local if m not in bots]
+        if missing:
+            out.warnings.append(f"room {name!r} was left out: its members {missing} are not exported")
+            continue
+        entry: dict[str, Any] = {"name": name, "members": local}
+        who = rooms.live_who_answers(room)
+        if who != "everyone" and not who.startswith("("):
+            entry["who_answers"] = who
+        out.rooms.append(entry)
+
+
+def _all_bots(root: Path) -> list[str]:
+    from controller.adapters import profiles
+
+    names = profiles.live_profiles(root)
+    root_meta = profilemeta.ProfileMeta.load(root / "profile.yaml")
+    if root_meta.bot_record() is not None:
+        names.insert(0, naming.DEFAULT_PROFILE)
+    return names
+
+
+def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
+    path = profile_dir(root, name)
+    bot: dict[str, Any] = {"name": name}
+    meta = profilemeta.ProfileMeta.load(path / "profile.yaml")
+    record = meta.bot_record() or {}
+    if record.get("title"):
+        bot["title"] = record["title"]
+    if meta.description:
+        bot["description"] = meta.description
+    if meta.display_name:
+        bot["display_name"] = meta.display_name
+    if name != naming.DEFAULT_PROFILE:
+        bot.update(_bot_config(configfile.ConfigDoc.load(path / "config.yaml"), name, out))
+        env = _env_refs(envfile.read_env(path / ".env"), skip=set())
+        if env:
+            bot["env"] = env
+    soul = path / "SOUL.md"
+    if soul.is_file():
+        out.souls[name] = soul.read_text(encoding="utf-8")
+    avatar = _avatar(path, record, name, out)
+    if avatar:
+        bot["avatar"] = avatar
+    for key in ("hidden", "pinned"):
+        if isinstance(record.get(key), bool):
+            bot[key] = record[key]
+    if record.get("sectionId") and record.get("sectionName"):
+        sid, sname = str(record["sectionId"]), str(record["sectionName"])
+        out.sections.setdefault(sid, {"name": sname, "id": sid})
+        bot["section"] = out.sections[sid]["name"]
+    routines = _routines(path, name, out)
+    if routines:
+        bot["routines"] = routines
+    return bot
+
+
+def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export) -> dict[str, Any]:
+    data = doc.as_dict()
+    result: dict[str, Any] = {}
+    model = data.get("model")
+    if isinstance(model, dict):
+        pin = {k: model[k] for k in ("provider", "default", "base_url") if model.get(k)}
+        if pin:
+            result["model"] = pin
+    elif isinstance(model, str) and model:
+        result["model"] = {"default": model}
+    if isinstance(data.get("toolsets"), list):
+        result["toolsets"] = data["toolsets"]
+    skills = data.get("skills")
+    if isinstance(skills, dict):
+        picked = {k: skills[k] for k in ("disabled", "platform_disabled") if skills.get(k) is not None}
+        if picked:
+            result["skills"] = picked
+    if isinstance(data.get("mcp_servers"), dict) and data["mcp_servers"]:
+        result["mcp_servers"] = {k: _mcp(v, f"{bot}: mcp_servers.{k}", out) for k, v in data["mcp_servers"].items()
+                                 if isinstance(v, dict)}
+    for key in ("tts", "checkpoints"):
+        if isinstance(data.get(key), dict) and data[key]:
+            result[key] = data[key]
+    if "skills" in result and isinstance(skills, dict):
+        rest = {k: v for k, v in skills.items() if k not in ("disabled", "platform_disabled")}
+        if rest:
+            result.setdefault("config", {})["skills"] = rest  # other skills.* keys stay passthrough
+    rest = {k: v for k, v in data.items() if k not in BOT_CONFIG_TYPED and k not in HERMES_OWNED_KEYS
+            and k != "bot_peers"}
+    rest = _drop_secrets(rest, f"{bot}: config.yaml", out)
+    if rest:
+        result.setdefault("config", {}).update(rest)
+    if "config" in result and "skills" in result["config"]:
+        result["config"] = {**result["config"], **{f"skills.{k}": v for k, v in result["config"].pop("skills").items()}}
+    return result
+
+
+def _mcp(server: dict[str, Any], where: str, out: Export) -> dict[str, Any]:
+    server = dict(server)
+    for block in ("env", "headers"):
+        values = server.get(block)
+        if isinstance(values, dict):
+            refs = {}
+            for key, value in values.items():
+                if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+                    refs[key] = {"from_env": value[2:-1]}
+                elif naming.is_secret_key(key):
+                    refs[key] = {"from_env": _env_name(key)}
+                    out.warnings.append(f"{where}.{block}.{key}: a literal secret became "
+                                        f"{{from_env: {_env_name(key)}}}; export that variable before apply")
+                else:
+                    refs[key] = value
+            server[block] = refs
+    allowed = {"command", "args", "env", "url", "headers", "transport", "timeout", "connect_timeout", "enabled",
+               "disabled", "tools"}
+    dropped = sorted(set(server) - allowed)
+    if dropped:
+        out.warnings.append(f"{where}: keys {dropped} have no manifest field and were left out")
+    return {k: v for k, v in server.items() if k in allowed}
+
+
+def _env_name(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", key).upper()
+
+
+def _drop_secrets(data: dict[str, Any], where: str, out: Export, prefix: str = "") -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict):
+            inner = _drop_secrets(value, where, out, dotted + ".")
+            if inner or not value:
+                kept[key] = inner
+        elif naming.is_secret_key(str(key)) and value not in (None, "") and not (
+                isinstance(value, str) and value.startswith("${")):
+            out.warnings.append(f"{where}: {dotted} holds a secret and was left out (move it to .env)")
+        else:
+            kept[key] = value
+    return kept
+
+
+def _env_refs(env: envfile.EnvFile, skip: set[str]) -> dict[str, Any]:
+    refs: dict[str, Any] = {}
+    for key in env.keys():  # noqa: SIM118 - EnvFile is not a dict
+        if key in skip:
+            continue
+        value = env.get(key) or ""
+        refs[key] = {"from_env": key} if naming.is_secret_key(key) else value
+    return refs
+
+
+def _avatar(path: Path, record: dict[str, Any], bot: str, out: Export) -> dict[str, Any] | None:
+    if record.get("imageKind") == "photo":
+        for ext in AVATAR_EXTENSIONS:
+            image = path / "assets" / f"avatar.{ext}"
+            if image.is_file():
+                out.avatars[bot] = image
+                return {"kind": "image", "image": f"avatars/{bot}.{ext}"}
+    shape = record.get("shape")
+    if not isinstance(shape, str) or not record.get("custom"):
+        return None  # Desktop's defaults: nothing the user chose
+    if shape.startswith("blobatar"):
+        parts = [*shape.split(":"), "", ""][1:3]
+        avatar: dict[str, Any] = {"kind": "blob"}
+        if parts[0]:
+            avatar["seed"] = parts[0]
+        if parts[1] in BLOB_SILHOUETTES:
+            avatar["silhouette"] = parts[1]
+        return avatar
+    if shape in GEOMETRIC_SHAPES:
+        avatar = {"kind": "geometric", "shape": shape}
+        if isinstance(record.get("color"), str):
+            avatar["color"] = record["color"]
+        return avatar
+    out.warnings.append(f"{bot}: avatar shape {shape!r} has no manifest form and was left out")
+    return None
+
+
+def _routines(path: Path, bot: str, out: Export) -> list[dict[str, Any]]:
+    jobs = cronstore.read_jobs(path) or []
+    routines = []
+    for job in jobs:
+        match = _TAG.match(str(job.get("name") or ""))
+        if not match or match.group(1).lower() != bot:
+            continue
+        routine = _routine(job, match.group(2).strip(), bot, out)
+        if routine:
+            routines.append(routine)
+    untagged = [j for j in jobs if not _TAG.match(str(j.get("name") or ""))]
+    if untagged:
+        out.warnings.append(f"{bot}: {len(untagged)} cron job(s) without a [bot:{bot}] tag are not Bot Mode "
+                            "routines and were left out")
+    return routines
+
+
+def _routine(job: dict[str, Any], title: str, bot: str, out: Export) -> dict[str, Any] | None:
+    schedule = job.get("schedule") if isinstance(job.get("schedule"), dict) else {}
+    kind = schedule.get("kind")
+    if kind == "cron":
+        text = schedule.get("expr")
+    elif kind == "interval":
+        text = f"every {schedule.get('minutes')}m"
+    elif kind == "once":
+        text = schedule.get("run_at")
+    else:
+        text = None
+    if not text or not title:
+        out.warnings.append(f"{bot}: cron job {job.get('id')} has no usable schedule or title and was left out")
+        return None
+    routine: dict[str, Any] = {"name": title, "schedule": str(text)}
+    prompt = jobs.instruction_of(str(job.get("prompt") or ""))
+    if prompt:
+        routine["prompt"] = prompt
+    if job.get("enabled") is False or job.get("state") == "paused":
+        routine["paused"] = True
+        if job.get("paused_reason"):
+            routine["paused_reason"] = job["paused_reason"]
+    for src, dst in (("skills", "skills"), ("model", "model"), ("provider", "provider"), ("base_url", "base_url"),
+                     ("context_from", "context_from"), ("enabled_toolsets", "toolsets"), ("workdir", "workdir"),
+                     ("script", "script")):
+        if job.get(src):
+            routine[dst] = job[src]
+    if job.get("no_agent"):
+        routine["no_agent"] = True
+    if job.get("deliver") and job["deliver"] != "local":
+        routine["deliver"] = job["deliver"]
+    times = (job.get("repeat") or {}).get("times") if isinstance(job.get("repeat"), dict) else None
+    if times and not (kind == "once" and times == 1):
+        routine["repeat"] = times
+    return routine
+
+
+def _export_install(root: Path, out: Export) -> None:
+    doc = configfile.ConfigDoc.load(root / "config.yaml")
+    data = doc.as_dict()
+    env = envfile.read_env(root / ".env")
+    peer_keys = set()
+    for name, entry in (data.get("bot_peers") or {}).items():
+        if not isinstance(entry, dict) or not entry.get("url"):
+            continue
+        peer: dict[str, Any] = {"name": name, "url": entry["url"]}
+        key = naming.peer_env_key(name)
+        if env.get(key) is not None:
+            peer["key"] = {"from_env": key}
+            peer_keys.add(key)
+        if entry.get("note"):
+            peer["note"] = entry["note"]
+        out.peers.append(peer)
+    gateway: dict[str, Any] = {}
+    for dotted, (_, field_name) in INSTALL_TYPED.items():
+        present, value = doc.get(dotted)
+        if present and value is not None:
+            gateway[field_name] = value
+    if gateway:
+        out.policy["gateway"] = gateway
+    if isinstance(data.get("checkpoints"), dict) and data["checkpoints"]:
+        out.policy["checkpoints"] = data["checkpoints"]
+    rest = {k: v for k, v in data.items() if k not in ("bot_peers", "checkpoints", *HERMES_OWNED_KEYS)}
+    for dotted in INSTALL_TYPED:
+        top, _, leaf = dotted.partition(".")
+        if isinstance(rest.get(top), dict):
+            rest[top] = {k: v for k, v in rest[top].items() if k != leaf}
+            if not rest[top]:
+                del rest[top]
+    rest = _drop_secrets(rest, "root config.yaml", out)
+    if rest:
+        out.policy["config"] = rest
+    leftover = [k for k in env.keys() if k not in peer_keys]  # noqa: SIM118 - EnvFile is not a dict
+    if leftover:
+        out.warnings.append(f"root .env keys {leftover} are not exported (install-wide .env keys have no "
+                            "manifest field; peers' keys are)")
+
+
+# --- writing manifests ---------------------------------------------------------------------------
+
+
+def _dump(value: Any) -> str:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    def literal(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: literal(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [literal(v) for v in node]
+        if isinstance(node, str) and "\n" in node.rstrip("\n"):
+            return LiteralScalarString(node)
+        return node
+
+    value = literal(value)
+    yaml = YAML()
+    yaml.default_flow_style = False
+    yaml.width = 100
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    buffer = io.StringIO()
+    yaml.dump(value, buffer)
+    return buffer.getvalue()
+
+
+def _bot_with_soul(bot: dict[str, Any], ex: Export, souls_dir: str | None) -> dict[str, Any]:
+    soul = ex.souls.get(bot["name"])
+    if soul is None:
+        return bot
+    bot = dict(bot)
+    bot[("soul_file" if souls_dir else "soul")] = f"{souls_dir}/{bot['name']}.md" if souls_dir else soul
+    return bot
+
+
+def render_single(ex: Export) -> str:
+    spec: dict[str, Any] = {}
+    if ex.sections:
+        spec["sections"] = list(ex.sections.values())
+    spec["bots"] = [_bot_with_soul(b, ex, None) for b in ex.bots]
+    if ex.rooms:
+        spec["rooms"] = ex.rooms
+    if ex.peers:
+        spec["peers"] = ex.peers
+    spec.update(ex.policy)
+    doc = {"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": ex.fleet}, "spec": spec}
+    return SCHEMA_LINE + _dump(doc)
+
+
+def write_split(ex: Export, folder: Path) -> list[Path]:
+    """A folder per kind: fleet.yaml (policy), sections.yaml, peers.yaml, bots/<bot>.yaml with
+    bots/souls/ and bots/avatars/ beside them (referenced files must sit inside a manifest's folder)."""
+    written: list[Path] = []
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def put(rel: str, docs: list[dict[str, Any]]) -> None:
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = SCHEMA_LINE + "---\n".join(_dump(d) for d in docs)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+
+    put("fleet.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": ex.fleet},
+                        "spec": dict(ex.policy)}])
+    meta = {"fleet": ex.fleet}
+    if ex.sections:
+        put("sections.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Section",
+                               "metadata": {"name": s["name"], **meta}, "spec": {"id": s["id"]}}
+                              for s in ex.sections.values()])
+    if ex.rooms:
+        put("rooms.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Room", "metadata": {"name": r["name"], **meta},
+                            "spec": {k: v for k, v in r.items() if k != "name"}} for r in ex.rooms])
+    if ex.peers:
+        put("peers.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Peer",
+                            "metadata": {"name": p["name"], **meta},
+                            "spec": {k: v for k, v in p.items() if k != "name"}} for p in ex.peers])
+    for bot in ex.bots:
+        body = _bot_with_soul(bot, ex, "souls")
+        routines = body.pop("routines", [])
+        docs = [{"apiVersion": "hermes-fleet/v1", "kind": "Bot", "metadata": {"name": bot["name"], **meta},
+                 "spec": {k: v for k, v in body.items() if k != "name"}}]
+        docs += [{"apiVersion": "hermes-fleet/v1", "kind": "Routine", "metadata": {"name": r["name"], **meta},
+                  "spec": {"bot": bot["name"], **{k: v for k, v in r.items() if k != "name"}}} for r in routines]
+        put(f"bots/{bot['name']}.yaml", docs)
+    for name, text in ex.souls.items():
+        path = folder / "bots" / "souls" / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    written += _copy_avatars(ex, folder / "bots")
+    return written
+
+
+def _copy_avatars(ex: Export, folder: Path) -> list[Path]:
+    written = []
+    for bot, image in ex.avatars.items():
+        target = folder / "avatars" / f"{bot}{image.suffix}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(image, target)
+        written.append(target)
+    return written
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    root = resolve_root(args.home)
+    if not root.is_dir():
+        raise UsageError(f"no Hermes home at {root}", hint="pass --home DIR")
+    fleet = args.fleet
+    if naming.profile_name_problem(fleet):
+        raise UsageError(f"invalid fleet name {fleet!r}", hint="use ^[a-z0-9][a-z0-9_-]{0,63}$")
+    gateway = None
+    if not args.no_rooms:
+        from controller.adapters import gateway as gw
+
+        gateway = gw.GatewayOptions(url=args.gateway, token_env=args.gateway_token_env, timeout=args.gateway_timeout)
+    ex = export_home(root, fleet, args.bots, gateway=gateway)
+    if args.split:
+        written = write_split(ex, Path(args.split))
+        print(f"wrote {len(written)} file(s) under {args.split}", file=sys.stderr)
+    elif args.output and args.output != "-":
+        target = Path(args.output)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(render_single(ex), encoding="utf-8")
+        _copy_avatars(ex, target.parent)
+        print(f"wrote {target}", file=sys.stderr)
+    else:
+        if ex.avatars:
+            ex.warnings.append("image avatars need files: use -o FILE or --split DIR to export them")
+            for bot in ex.bots:
+                if bot.get("avatar", {}).get("kind") == "image":
+                    bot.pop("avatar")
+        sys.stdout.write(render_single(ex))
+    for warning in ex.warnings:
+        print(f"hermes-fleet export: warning: {warning}", file=sys.stderr)
+    return ExitCode.OK

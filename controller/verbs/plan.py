@@ -1,0 +1,75 @@
+"""`plan` (what would change, including drift) and `apply` (converge the home)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from controller.adapters.home import resolve_root
+from controller.core.types import Plan
+from controller.engine import reconciling
+from controller.engine.applying import ApplyResult
+from controller.engine.reconciling import Planned
+from controller.errors import ExitCode
+from controller.verbs import common, reporting
+
+
+def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
+    result = common.load_valid(args)
+    assert result.state is not None
+    return reconciling.plan_home(resolve_root(args.home), result.state, result.files,
+                                 options=common.options(args, **overrides), gateway=common.gateway_options(args))
+
+
+def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None,
+                kind: str = "plan") -> None:
+    if args.output == "json":
+        reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind))
+        return
+    color = reporting.use_color(sys.stdout, args.color)
+    reporting.write(reporting.plan_text(planned.plan, home=str(planned.root), color=color))
+
+
+def plan_exit(plan: Plan, detailed: bool) -> int:
+    if plan.conflicts:
+        return ExitCode.CONFLICT
+    if plan.errors:
+        return ExitCode.FAILED
+    return ExitCode.CHANGES if detailed and plan.has_changes else ExitCode.OK
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    planned = make_plan(args, yes=False)
+    render_plan(planned, args)
+    return plan_exit(planned.plan, args.detailed_exitcode)
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        planned = make_plan(args)
+        render_plan(planned, args, kind="dry-run")
+        return plan_exit(planned.plan, False)
+    result = common.load_valid(args)  # invalid manifests stop here, before the lock or any write
+    assert result.state is not None
+    text_mode = args.output != "json"
+
+    def show(planned: Planned) -> None:
+        if text_mode:
+            render_plan(planned, args)
+
+    planned, results = reconciling.apply_once(
+        resolve_root(args.home), result.state, result.files, options=common.options(args),
+        lock_timeout=args.lock_timeout, before_apply=show, on_conflict=lambda p: render_plan(p, args, kind="apply"),
+        gateway=common.gateway_options(args))
+    plan = planned.plan
+    if text_mode:
+        reporting.write(reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color),
+                                             not_applied=len(plan.errors)))
+    else:
+        render_plan(planned, args, results=results, kind="apply")
+    if results.failed or plan.errors:
+        if plan.errors and text_mode:
+            for change in plan.errors:
+                print(f"hermes-fleet: {change.key} not applied: {change.reason}", file=sys.stderr)
+        return ExitCode.FAILED
+    return ExitCode.OK

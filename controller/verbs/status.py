@@ -1,0 +1,143 @@
+"""`status`: what each fleet owns in this home, its last apply, and drift (the same rule as `plan`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from controller.adapters import cronstore
+from controller.adapters import inventory as inventory_file
+from controller.adapters.home import profile_dir, resolve_root
+from controller.core import drift, rooms
+from controller.core.inventory import Inventory, split_key
+from controller.core.types import GatewayView
+from controller.engine import observing
+from controller.engine.reconciling import Planned
+from controller.engine.watching import read_status
+from controller.errors import ControllerError, ExitCode
+from controller.hermes import DEFAULT_PROFILE
+from controller.verbs import common, reporting
+from controller.verbs.plan import make_plan, plan_exit
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    root = resolve_root(args.home)
+    planned: Planned | None = None
+    if args.files:
+        planned = make_plan(args, prune=False, adopt=False)
+        fleets = [planned.state.fleet]
+    else:
+        fleets = [args.fleet] if args.fleet else inventory_file.all_fleets(root)
+    reports = [fleet_status(root, name, planned, args) for name in fleets]
+    watch = read_status(root)
+    if args.output == "json":
+        reporting.write(json.dumps({"schemaVersion": reporting.JSON_SCHEMA_VERSION, "kind": "status",
+                                    "home": str(root), "fleets": reports, "reconciler": watch},
+                                   indent=2, default=str) + "\n")
+    else:
+        color = reporting.use_color(sys.stdout, args.color)
+        reporting.write(_status_text(root, reports, color=color) + _watch_text(watch, color=color))
+    if planned is not None:
+        return plan_exit(planned.plan, False)
+    return ExitCode.OK
+
+
+def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse.Namespace | None = None) -> dict[str, Any]:
+    inventory = inventory_file.load(root, fleet)
+    objects = []
+    view: GatewayView | None = None
+    if inventory.keys_of("room"):  # one read-only look at the gateway
+        mine = planned is not None and planned.state.fleet == fleet
+        view = (planned.inputs.observed.rooms if mine and planned is not None else None) or observing.observe_rooms(
+            root, common.gateway_options(args))
+    for key in sorted(inventory.objects):
+        objects.append({"object": key, "drifted_fields": object_drift(root, inventory, key, view),
+                        "updated_at": inventory.objects[key].get("updated_at")})
+    report: dict[str, Any] = {
+        "fleet": fleet, "managed": len(inventory.owned_bots()), "last_apply": inventory.last_apply,
+        "objects": objects, "drifted": sum(1 for o in objects if o["drifted_fields"]),
+    }
+    if planned is not None and planned.state.fleet == fleet:
+        report["pending"] = {"changes_pending": planned.plan.has_changes, **planned.plan.counts()}
+    return report
+
+
+def object_drift(root: Path, inventory: Inventory, key: str, view: GatewayView | None) -> list[str] | str:
+    """The drifted fields of one owned object (core.drift, as `plan` uses it), or why they are unknown."""
+    kind, name = split_key(key)
+    entry = inventory.objects.get(key, {})
+    applied = entry.get("applied", {})
+    if kind == "room":
+        if view is None or view.error:
+            return view.error if view else "pending: gateway not consulted"
+        room = view.rooms.get(str(entry.get("room_id")))
+        if room is None or room.get("disbanded_at"):
+            return "missing (disbanded or gone from the gateway)"
+        return drift.room_drift(applied, rooms.live_fields(room))
+    if kind == "routine":
+        bot = name.partition("/")[0]
+        try:
+            jobs = cronstore.read_jobs(profile_dir(root, bot)) or []
+        except ControllerError as exc:
+            return f"unreadable: {exc}"
+        job = next((j for j in jobs if str(j.get("id")) == str(entry.get("job_id"))), None)
+        if job is None:  # a one-shot that ran is removed by Hermes: done, not drift
+            return [] if str(applied.get("schedule", "")).startswith("once:") else "cron job is missing"
+        return drift.routine_drift(applied, job)
+    profile = name if kind == "bot" else DEFAULT_PROFILE
+    live = observing.observe_profile(root, profile, with_bot_chat="botchat" in applied)
+    if not live.exists and profile != DEFAULT_PROFILE:
+        return "missing"
+    if live.errors:
+        return "unreadable: " + "; ".join(live.errors)
+    return drift.profile_drift(applied, live, inventory)
+
+
+def _status_text(root: Path, reports: list[dict[str, Any]], *, color: bool) -> str:
+    p = reporting.Palette(color)
+    if not reports:
+        return f"No fleet manages {root} yet (no inventory under {inventory_file.inventory_dir(root)}).\n"
+    lines = []
+    for r in reports:
+        last = r["last_apply"] or {}
+        lines.append(p.bold(f"Fleet {r['fleet']!r}") + f": {r['managed']} bot(s) managed in {root}")
+        if last:
+            lines.append(f"  last apply: {last.get('at')} ({last.get('result')}), manifests {str(last.get('digest'))[:19]}")
+        else:
+            lines.append("  last apply: never")
+        for o in r["objects"]:
+            drifted = o["drifted_fields"]
+            if drifted == "missing":
+                lines.append(p.red(f"  ! {o['object']}: profile folder is missing"))
+            elif isinstance(drifted, str):
+                lines.append(p.red(f"  ! {o['object']}: {drifted}"))
+            elif drifted:
+                lines.append(p.yellow(f"  ~ {o['object']}: drift in {', '.join(drifted)}"))
+        lines.append(f"  drift: {r['drifted']} object(s) differ from the last apply"
+                     + ("" if r["drifted"] else " (in sync)"))
+        if "pending" in r:
+            lines.append(f"  manifests: {'changes pending' if r['pending']['changes_pending'] else 'no changes pending'}")
+    return "\n".join(lines) + "\n"
+
+
+def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:
+    if not watch:
+        return ""
+    p = reporting.Palette(color)
+    result = str(watch.get("last_result"))
+    paint = p.green if result in ("applied", "in-sync") else (p.yellow if result in ("drift", "busy") else p.red)
+    lines = [p.bold("Reconciler") + f" (pid {watch.get('pid')}, {watch.get('mode')}, every {watch.get('interval')}s): "
+             f"source {watch.get('source')}",
+             "  last run: " + paint(result) + f" at revision {str(watch.get('last_revision'))[:16]}"
+             + (f" — {watch.get('message')}" if watch.get("message") else ""),
+             f"  last good revision: {str(watch.get('last_good_revision'))[:16]}; "
+             f"next run: {watch.get('next_run_at') or 'stopped'}"]
+    if watch.get("drift"):
+        lines.append(p.yellow(f"  drift: {', '.join(watch['drift'])}"))
+    runs = watch.get("runs") or []
+    if runs:
+        lines.append("  recent runs: " + ", ".join(f"{r['at'][11:19]} {r['result']}" for r in runs[-5:]))
+    return "\n".join(lines) + "\n"
