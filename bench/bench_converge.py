@@ -85,8 +85,7 @@ def shell_loop(binary: Path, work: Path, bots: int) -> float:
     env = hermes_env(root, userhome)
 
     def run(*argv: str) -> None:
-        subprocess.run([str(binary), *argv], env=env, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run([str(binary), *argv], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def loop() -> None:
         for i in range(bots):
@@ -107,8 +106,12 @@ def profile_list(binary: Path, work: Path, home: Path) -> float:
     userhome = work / "list-user"
     userhome.mkdir(exist_ok=True)
     env = hermes_env(home, userhome)
-    return best_of(3, lambda: subprocess.run([str(binary), "profile", "list"], env=env, check=True,
-                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return best_of(
+        3,
+        lambda: subprocess.run(
+            [str(binary), "profile", "list"], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ),
+    )
 
 
 # --- 4. does a no-op plan write or spawn anything? -----------------------------------------------
@@ -129,8 +132,10 @@ def count_spawns(fn) -> int:
     """Calls to every process-creating entry point while `fn` runs in this process."""
     calls = 0
     targets = [(subprocess.Popen, "__init__")] + [
-        (os, name) for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve")
-        if hasattr(os, name)]
+        (os, name)
+        for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system", "execv", "execve")
+        if hasattr(os, name)
+    ]
     saved = [(owner, name, getattr(owner, name)) for owner, name in targets]
 
     def counting(original):
@@ -138,6 +143,7 @@ def count_spawns(fn) -> int:
             nonlocal calls
             calls += 1
             return original(*args, **kwargs)
+
         return wrapper
 
     for owner, name, original in saved:
@@ -167,8 +173,13 @@ def peak_rss_mb(fleet: Path, home: Path) -> float:
         "if sys.platform == 'linux' else []; "
         "print(hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(REPO / "bench"), *plan_argv(fleet, home)],
-                         check=True, capture_output=True, text=True, cwd=REPO).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(REPO / "bench"), *plan_argv(fleet, home)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    ).stdout
     return int(out.split()[-1]) / 1024
 
 
@@ -235,13 +246,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_report(rows, by_size, big, loop_bots, loop_s, list_s, changed, spawns, rss, binary) -> None:
-    print(f"\nhermes-fleet converge benchmark ({sys.implementation.name} {sys.version.split()[0]}, "
-          f"{os.cpu_count()} CPUs)")
+    print(f"\nhermes-fleet converge benchmark ({sys.implementation.name} {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
     print("\nScaling: apply on a fresh home, no-op plan on the converged home (wall time, best of N)")
     print(f"{'bots':>7} {'N':>2} {'apply s':>9} {'us/bot':>8} {'plan s':>8} {'us/bot':>8}")
     for r in rows:
-        print(f"{r.bots:>7} {r.runs:>2} {r.apply_s:>9.3f} {r.apply_s / r.bots * 1e6:>8.0f} "
-              f"{r.plan_s:>8.3f} {r.plan_s / r.bots * 1e6:>8.0f}")
+        print(
+            f"{r.bots:>7} {r.runs:>2} {r.apply_s:>9.3f} {r.apply_s / r.bots * 1e6:>8.0f} "
+            f"{r.plan_s:>8.3f} {r.plan_s / r.bots * 1e6:>8.0f}"
+        )
 
     print("\nGoals")
     if loop_s is None:
@@ -254,21 +266,28 @@ def print_report(rows, by_size, big, loop_bots, loop_s, list_s, changed, spawns,
         for n, loop_n, label in ((loop_bots, loop_s, "measured"), (100, per_bot * 100, "extrapolated loop")):
             if n in by_size:
                 ratio = loop_n / by_size[n].apply_s
-                print(f"    loop/apply at {n:>3} bots ({label}): {ratio:7.1f}x   goal >= {LOOP_GOAL:.0f}x  "
-                      f"{verdict(ratio >= LOOP_GOAL)}")
+                print(
+                    f"    loop/apply at {n:>3} bots ({label}): {ratio:7.1f}x   goal >= {LOOP_GOAL:.0f}x  "
+                    f"{verdict(ratio >= LOOP_GOAL)}"
+                )
         plan_s = by_size[big].plan_s
         ratio = plan_s / list_s
         print(f"  `hermes profile list`, {big} bots, best of 3: {list_s:8.3f} s")
         print(f"  no-op plan, {big} bots:                    {plan_s:8.3f} s")
         print(f"    plan/list ratio: {ratio:.2f}   goal <= {LIST_GOAL:.1f}  {verdict(ratio <= LIST_GOAL)}")
-    print(f"  no-op plan ({big} bots) writes anything:   {'yes' if changed else 'no'}"
-          f"  ({len(changed)} paths changed)   goal: no  {verdict(not changed)}")
+    print(
+        f"  no-op plan ({big} bots) writes anything:   {'yes' if changed else 'no'}"
+        f"  ({len(changed)} paths changed)   goal: no  {verdict(not changed)}"
+    )
     for path in changed[:5]:
         print(f"    changed: {path}")
-    print(f"  no-op plan spawns a process:              {'yes' if spawns else 'no'}"
-          f"  ({spawns} calls)   goal: no  {verdict(not spawns)}")
-    print(f"  peak RSS, {big}-bot plan (fresh process):  {rss:6.1f} MB   goal < {RSS_GOAL_MB:.0f} MB  "
-          f"{verdict(rss < RSS_GOAL_MB)}")
+    print(
+        f"  no-op plan spawns a process:              {'yes' if spawns else 'no'}"
+        f"  ({spawns} calls)   goal: no  {verdict(not spawns)}"
+    )
+    print(
+        f"  peak RSS, {big}-bot plan (fresh process):  {rss:6.1f} MB   goal < {RSS_GOAL_MB:.0f} MB  {verdict(rss < RSS_GOAL_MB)}"
+    )
 
 
 if __name__ == "__main__":

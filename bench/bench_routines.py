@@ -53,16 +53,14 @@ def main() -> int:
         fleet.write_text(fleet_yaml(n), encoding="utf-8")
         common = ["--color", "never"]
         apply_s = timed(lambda: quiet_cli([*common, "apply", "-f", str(fleet), "--home", str(home)]))
-        plan_s = timed(lambda: quiet_cli([*common, "plan", "--detailed-exitcode", "-f", str(fleet),
-                                          "--home", str(home)]))
+        plan_s = timed(lambda: quiet_cli([*common, "plan", "--detailed-exitcode", "-f", str(fleet), "--home", str(home)]))
         fleet.write_text(fleet_yaml(n, version=1), encoding="utf-8")
         update_s = timed(lambda: quiet_cli([*common, "apply", "-f", str(fleet), "--home", str(home)]))
         sample = json.loads((home / "profiles" / bot_name(0) / "cron" / "jobs.json").read_text())["jobs"]
         assert len(sample) == ROUTINES_PER_BOT and "v1" in sample[0]["prompt"], sample
     print(f"routines: {n:,} bots x {ROUTINES_PER_BOT} routines = {total:,} jobs (fresh temp home)")
     print(f"{'operation':<34}{'seconds':>10}{'us/routine':>14}")
-    for label, secs in (("apply (fresh home)", apply_s), ("no-op plan", plan_s),
-                        ("apply (1 routine/bot changed)", update_s)):
+    for label, secs in (("apply (fresh home)", apply_s), ("no-op plan", plan_s), ("apply (1 routine/bot changed)", update_s)):
         print(f"{label:<34}{secs:>10.2f}{secs / total * 1e6:>14.0f}")
     return 0
 

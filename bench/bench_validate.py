@@ -24,8 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from controller.manifests import validating  # noqa: E402
-from controller.manifests import loading  # noqa: E402
+from controller.manifests import loading, validating  # noqa: E402
 
 GOAL_BOTS_PER_SECOND = 5_000
 GOAL_HELP_MS = 150
@@ -44,15 +43,11 @@ def bot(i: int) -> dict:
         "env": {"OPENROUTER_API_KEY": {"from_env": "OPENROUTER_API_KEY"}, "LOG_LEVEL": "info"},
         "config": {"approvals.mode": "smart", "memory": {"memory_char_limit": 4000 + i % 7}},
         "avatar": {"kind": "blob", "seed": name, "silhouette": "round"},
-        "routines": [
-            {"name": "digest", "schedule": SCHEDULES[i % len(SCHEDULES)], "prompt": "Summarize the news."}
-        ],
+        "routines": [{"name": "digest", "schedule": SCHEDULES[i % len(SCHEDULES)], "prompt": "Summarize the news."}],
     }
     if i % 5 == 0:
         spec["model"] = {"provider": "anthropic", "default": "claude-opus-4"}
-        spec["mcp_servers"] = {
-            "github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": {"from_env": "GH_TOKEN"}}}
-        }
+        spec["mcp_servers"] = {"github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": {"from_env": "GH_TOKEN"}}}}
     return {"name": name, **spec}
 
 
@@ -100,9 +95,7 @@ def write_many(folder: Path, n: int, per_file: int = 100) -> int:
 
     (folder / "policy.yaml").write_text(_yaml(envelope("Policy", "install", policy())))
     (folder / "sections.yaml").write_text("---\n".join(_yaml(envelope("Section", s, {})) for s in SECTIONS))
-    (folder / "rooms.yaml").write_text(
-        "---\n".join(_yaml(envelope("Room", r.pop("name"), r)) for r in rooms(n)) or "# none\n"
-    )
+    (folder / "rooms.yaml").write_text("---\n".join(_yaml(envelope("Room", r.pop("name"), r)) for r in rooms(n)) or "# none\n")
     (folder / "peers.yaml").write_text(_yaml(envelope("Peer", "spark", {"url": "http://spark.lan:8642"})))
     files = 4
     (folder / "bots").mkdir()
@@ -136,9 +129,7 @@ def load_and_validate(folder: Path) -> validating.ValidationResult:
     documents, problems = loading.load_files(files)
     result = validating.validate(documents, files=files)
     if problems or result.errors or result.state is None:
-        raise SystemExit(
-            "benchmark fleet is invalid:\n" + "\n".join(d.render() for d in problems + result.errors)
-        )
+        raise SystemExit("benchmark fleet is invalid:\n" + "\n".join(d.render() for d in problems + result.errors))
     return result
 
 
@@ -187,14 +178,9 @@ def main() -> int:
     print(f"{'bots':>7}  {'form':<18} {'files':>5}  {'seconds':>8}  {'bots/s':>8}  goal")
     for n, form, files, seconds, rate in rows:
         verdict = "ok" if rate >= GOAL_BOTS_PER_SECOND else "BELOW GOAL"
-        print(
-            f"{n:>7,}  {form:<18} {files:>5}  {seconds:>8.3f}  {rate:>8,.0f}  "
-            f">= {GOAL_BOTS_PER_SECOND:,} bots/s: {verdict}"
-        )
+        print(f"{n:>7,}  {form:<18} {files:>5}  {seconds:>8.3f}  {rate:>8,.0f}  >= {GOAL_BOTS_PER_SECOND:,} bots/s: {verdict}")
     verdict = "ok" if help_ms < GOAL_HELP_MS else "BELOW GOAL"
-    print(
-        f"hermes-fleet --help cold start (best of 5): {help_ms:.0f} ms  goal < {GOAL_HELP_MS} ms: {verdict}"
-    )
+    print(f"hermes-fleet --help cold start (best of 5): {help_ms:.0f} ms  goal < {GOAL_HELP_MS} ms: {verdict}")
     return 0
 
 

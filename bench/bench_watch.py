@@ -33,18 +33,36 @@ RECONCILED = re.compile(r" reconciled .*result=(\S+).* seconds=([0-9.]+)")
 
 
 def fleet_json(n: int, edited: int = -1, version: int = 0) -> str:
-    bots = [{"name": f"bot{i:04d}", "title": f"Bench Bot {i}" + (f" v{version}" if i == edited else ""),
-             "toolsets": ["web"], "model": {"default": "openrouter/auto"}} for i in range(n)]
-    return json.dumps({"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": "bench"},
-                       "spec": {"bots": bots}}, indent=1) + "\n"
+    bots = [
+        {
+            "name": f"bot{i:04d}",
+            "title": f"Bench Bot {i}" + (f" v{version}" if i == edited else ""),
+            "toolsets": ["web"],
+            "model": {"default": "openrouter/auto"},
+        }
+        for i in range(n)
+    ]
+    return (
+        json.dumps(
+            {"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": "bench"}, "spec": {"bots": bots}}, indent=1
+        )
+        + "\n"
+    )
 
 
 class Watcher:
     def __init__(self, work: Path, *args: str) -> None:
         env = {**os.environ, "HOME": str(work / "user"), "NO_COLOR": "1", "PYTHONPATH": str(REPO)}
         env.pop("HERMES_HOME", None)
-        self.proc = subprocess.Popen([sys.executable, "-m", "controller", "watch", *args], cwd=REPO, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "controller", "watch", *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
         self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -136,10 +154,11 @@ def main() -> int:
         print(f"hermes-fleet watch, {args.bots} bots, {args.rounds} edits, {os.cpu_count()} CPU(s)")
         print(f"{'measure':<44} {'best':>9} {'median':>9} {'goal':>9}")
         print(f"{'-' * 44} {'-' * 9} {'-' * 9} {'-' * 9}")
-        print(f"{'edit -> reconciled result=applied (s)':<44} {min(latencies):>9.3f} "
-              f"{statistics.median(latencies):>9.3f} {'< 1':>9}")
-        print(f"{'  of which the run itself (s)':<44} {min(applies):>9.3f} {statistics.median(applies):>9.3f} "
-              f"{'':>9}")
+        print(
+            f"{'edit -> reconciled result=applied (s)':<44} {min(latencies):>9.3f} "
+            f"{statistics.median(latencies):>9.3f} {'< 1':>9}"
+        )
+        print(f"{'  of which the run itself (s)':<44} {min(applies):>9.3f} {statistics.median(applies):>9.3f} {'':>9}")
         print(f"{'first run, start -> applied (s, incl. startup)':<44} {first:>9.3f} {'':>9} {'':>9}")
         print(f"{f'idle CPU over {t1 - t0:.0f} s (% of one core)':<44} {idle_pct:>9.3f} {'':>9} {'< 1':>9}")
         ok = statistics.median(latencies) < 1.0 and idle_pct < 1.0

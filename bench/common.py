@@ -31,8 +31,7 @@ def fleet_yaml(n: int, fleet: str = "bench") -> str:
     """One Fleet document with `n` bots, each setting every field the converge benchmark measures:
     title, description, section, model pin, toolsets, an env literal + a from_env secret, a soul
     and one config passthrough key."""
-    lines = ["apiVersion: hermes-fleet/v1", "kind: Fleet", f"metadata: {{name: {fleet}}}", "spec:",
-             "  sections:"]
+    lines = ["apiVersion: hermes-fleet/v1", "kind: Fleet", f"metadata: {{name: {fleet}}}", "spec:", "  sections:"]
     lines += [f"    - {{name: {s}}}" for s in SECTIONS]
     lines.append("  bots:")
     for i in range(n):
@@ -108,15 +107,22 @@ HERMES_VERSION = "0.19.0"
 def hermes_bin() -> Path | None:
     """$HERMES_FLEET_HERMES_BIN, else the venv .ci/install-hermes creates; None if neither exists."""
     explicit = os.environ.get("HERMES_FLEET_HERMES_BIN")
-    candidate = Path(explicit) if explicit else (
-        Path.home() / ".cache" / "hermes-fleet" / f"hermes-agent-{HERMES_VERSION}" / "bin" / "hermes")
+    candidate = (
+        Path(explicit)
+        if explicit
+        else (Path.home() / ".cache" / "hermes-fleet" / f"hermes-agent-{HERMES_VERSION}" / "bin" / "hermes")
+    )
     return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 
 def hermes_env(root: Path, userhome: Path) -> dict[str, str]:
     """A scrubbed environment: HOME and HERMES_HOME point into the scratch folder, never ~/.hermes."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("HERMES_") and k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
-           and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("HERMES_")
+        and k.lower() not in ("http_proxy", "https_proxy", "all_proxy")
+        and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
+    }
     env.update(HOME=str(userhome), HERMES_HOME=str(root), NO_COLOR="1", TERM="dumb")
     return env

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from controller import __version__
-from controller.errors import ControllerError, ExitCode, ManifestError
+from controller.errors import ControllerError, ExitCode
 
 OUTPUTS_VALIDATE = ("text", "json", "github", "junit")
 OUTPUTS_PLAN = ("text", "json")
@@ -25,31 +25,46 @@ arguments), 3 conflict (object not owned by this fleet, or another apply holds t
 
 
 def _add_manifest_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-f", "--filename", action="extend", nargs="+", dest="files", metavar="PATH", required=True,
-                   help="manifest files or folders (several after one -f, or -f repeated); '-' reads stdin")
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="extend",
+        nargs="+",
+        dest="files",
+        metavar="PATH",
+        required=True,
+        help="manifest files or folders (several after one -f, or -f repeated); '-' reads stdin",
+    )
     p.add_argument("-R", "--recursive", action="store_true", help="search folders recursively")
     p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
 
 
 def _add_gateway_args(p: argparse.ArgumentParser) -> None:
     """Rooms live on a running gateway (docs/rooms.md); default: found through the home's control socket."""
-    p.add_argument("--gateway", metavar="URL", help="the gateway that owns the rooms (default: the running gateway "
-                   "of --home, found without starting one)")
-    p.add_argument("--gateway-token-env", metavar="NAME", help="environment variable holding the credential for "
-                   "--gateway (never passed on the command line)")
-    p.add_argument("--gateway-timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="per-call gateway timeout (default 10)")
+    p.add_argument(
+        "--gateway",
+        metavar="URL",
+        help="the gateway that owns the rooms (default: the running gateway of --home, found without starting one)",
+    )
+    p.add_argument(
+        "--gateway-token-env",
+        metavar="NAME",
+        help="environment variable holding the credential for --gateway (never passed on the command line)",
+    )
+    p.add_argument("--gateway-timeout", type=float, default=10.0, metavar="SECONDS", help="per-call gateway timeout (default 10)")
 
 
 def _add_home_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--home", metavar="DIR",
-                   help="the Hermes root (default: Hermes' own rules: $HERMES_HOME, else ~/.hermes)")
+    p.add_argument("--home", metavar="DIR", help="the Hermes root (default: Hermes' own rules: $HERMES_HOME, else ~/.hermes)")
 
 
 def _add_host_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", metavar="NAME",
-                   help="apply only this machine's slice of a multi-host fleet (default: this machine's hostname, "
-                   "when any object names a host)")
+    p.add_argument(
+        "--host",
+        metavar="NAME",
+        help="apply only this machine's slice of a multi-host fleet (default: this machine's hostname, "
+        "when any object names a host)",
+    )
 
 
 def add_global_args(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +74,9 @@ def add_global_args(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="hermes-fleet", description="Declarative configuration for Hermes Agent bot fleets.", epilog=EPILOG,
+        prog="hermes-fleet",
+        description="Declarative configuration for Hermes Agent bot fleets.",
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hermes-fleet {__version__}")
@@ -73,8 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
 def add_verbs(sub: Any, wrap: Callable[[Callable[[argparse.Namespace], int]], Any] = lambda f: f) -> None:
     """Every verb's parser; `wrap` adapts the verb functions (the Hermes plugin makes them exit)."""
     for name, (help_text, aliases, setup, func) in VERBS.items():
-        p = sub.add_parser(name, aliases=aliases, help=help_text, epilog=EPILOG,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(
+            name, aliases=aliases, help=help_text, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
         setup(p)
         p.set_defaults(func=wrap(func))
 
@@ -111,15 +129,27 @@ def setup_apply(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (backed up)")
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
-    p.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="how long to wait for another apply to finish (default 10)")
+    p.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long to wait for another apply to finish (default 10)",
+    )
 
 
 def setup_status(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
     p.add_argument("--fleet", metavar="NAME", help="only this fleet (default: every fleet in the home)")
-    p.add_argument("-f", "--filename", action="extend", nargs="+", dest="files", metavar="PATH",
-                   help="also compare against these manifests for drift")
+    p.add_argument(
+        "-f",
+        "--filename",
+        action="extend",
+        nargs="+",
+        dest="files",
+        metavar="PATH",
+        help="also compare against these manifests for drift",
+    )
     p.add_argument("-R", "--recursive", action="store_true")
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
     _add_gateway_args(p)
@@ -142,20 +172,29 @@ def setup_export(p: argparse.ArgumentParser) -> None:
 
 
 def setup_watch(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-f", "--filename", action="extend", nargs="+", dest="files", metavar="PATH",
-                   help="manifest files or folders to watch")
+    p.add_argument(
+        "-f", "--filename", action="extend", nargs="+", dest="files", metavar="PATH", help="manifest files or folders to watch"
+    )
     p.add_argument("-R", "--recursive", action="store_true", help="search folders recursively")
     p.add_argument("--git", metavar="URL", help="watch a git repository instead of local files")
     p.add_argument("--ref", default="main", help="branch, tag or commit of --git (default main)")
     p.add_argument("--path", default=".", help="folder inside the repository holding the manifests")
     p.add_argument("--ssh-key", metavar="FILE", help="private key for an ssh:// remote (else your git credentials)")
-    p.add_argument("--allow-history-rewrite", action="store_true",
-                   help="accept a force-pushed ref (default: report it and keep the last good revision)")
+    p.add_argument(
+        "--allow-history-rewrite",
+        action="store_true",
+        help="accept a force-pushed ref (default: report it and keep the last good revision)",
+    )
     p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
     _add_home_arg(p)
     _add_host_arg(p)
-    p.add_argument("--interval", type=float, default=300.0, metavar="SECONDS",
-                   help="reconcile (and fetch) every SECONDS, with 10%% jitter (default 300)")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="reconcile (and fetch) every SECONDS, with 10%% jitter (default 300)",
+    )
     p.add_argument("--self-heal", action="store_true", help="correct drift (default: report it)")
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (as apply --prune)")
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
@@ -180,22 +219,45 @@ def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
 
 
 VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None], Callable[..., int]]] = {
-    "validate": ("check manifests offline (schema + semantic rules)", [], setup_validate,
-                 _lazy("controller.verbs.validate", "cmd_validate")),
-    "schema": ("print the JSON Schema of the manifest format", [], setup_schema,
-               _lazy("controller.verbs.validate", "cmd_schema")),
-    "plan": ("show what apply would change, including drift", ["diff"], setup_plan,
-             _lazy("controller.verbs.plan", "cmd_plan")),
+    "validate": (
+        "check manifests offline (schema + semantic rules)",
+        [],
+        setup_validate,
+        _lazy("controller.verbs.validate", "cmd_validate"),
+    ),
+    "schema": (
+        "print the JSON Schema of the manifest format",
+        [],
+        setup_schema,
+        _lazy("controller.verbs.validate", "cmd_schema"),
+    ),
+    "plan": ("show what apply would change, including drift", ["diff"], setup_plan, _lazy("controller.verbs.plan", "cmd_plan")),
     "apply": ("converge the Hermes home onto the manifests", [], setup_apply, _lazy("controller.verbs.plan", "cmd_apply")),
     "status": ("managed objects, last apply, drift summary", [], setup_status, _lazy("controller.verbs.status", "cmd_status")),
-    "demo": ("apply a built-in demo fleet to a scratch Hermes home and show the result", [], setup_demo,
-             _lazy("controller.demo", "cmd_demo")),
-    "export": ("write manifests for an existing Hermes home (adopt a hand-built fleet into git)", [],
-               setup_export, _lazy("controller.verbs.export", "cmd_export")),
-    "watch": ("keep the home converged on manifests or a git repo (the reconciler)", [], setup_watch,
-              _lazy("controller.verbs.watch", "cmd_watch")),
-    "restore": ("bring back a bot that prune moved to a backup", [], setup_restore,
-                _lazy("controller.verbs.restore", "cmd_restore")),
+    "demo": (
+        "apply a built-in demo fleet to a scratch Hermes home and show the result",
+        [],
+        setup_demo,
+        _lazy("controller.demo", "cmd_demo"),
+    ),
+    "export": (
+        "write manifests for an existing Hermes home (adopt a hand-built fleet into git)",
+        [],
+        setup_export,
+        _lazy("controller.verbs.export", "cmd_export"),
+    ),
+    "watch": (
+        "keep the home converged on manifests or a git repo (the reconciler)",
+        [],
+        setup_watch,
+        _lazy("controller.verbs.watch", "cmd_watch"),
+    ),
+    "restore": (
+        "bring back a bot that prune moved to a backup",
+        [],
+        setup_restore,
+        _lazy("controller.verbs.restore", "cmd_restore"),
+    ),
 }
 
 

@@ -55,12 +55,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 return code
     finally:
         shutil.rmtree(manifests, ignore_errors=True)
-    print(f"\nThe demo fleet lives in {home}. Look at it with Hermes itself, e.g.\n"
-          f"  HERMES_HOME={home} hermes profile list\n"
-          f"  HERMES_HOME={home} hermes -p researcher config\n"
-          f"  HERMES_HOME={home} hermes -p researcher sessions list\n"
-          f"  HERMES_HOME={home} hermes -p researcher cron list --all\n"
-          "Rooms (group chats) need a running Hermes gateway for the home; see docs/rooms.md.")
+    print(
+        f"\nThe demo fleet lives in {home}. Look at it with Hermes itself, e.g.\n"
+        f"  HERMES_HOME={home} hermes profile list\n"
+        f"  HERMES_HOME={home} hermes -p researcher config\n"
+        f"  HERMES_HOME={home} hermes -p researcher sessions list\n"
+        f"  HERMES_HOME={home} hermes -p researcher cron list --all\n"
+        "Rooms (group chats) need a running Hermes gateway for the home; see docs/rooms.md."
+    )
     return ExitCode.OK
 
 

@@ -92,8 +92,9 @@ class ChangedUnderUs(ConflictError):
     """A file changed between our read and our write; the caller re-reads and tries again."""
 
     def __init__(self, path: object) -> None:
-        super().__init__(f"{path} changed while hermes-fleet was updating it",
-                         hint="another Hermes writer got there first; run apply again")
+        super().__init__(
+            f"{path} changed while hermes-fleet was updating it", hint="another Hermes writer got there first; run apply again"
+        )
 
 
 class HermesStateError(ControllerError):

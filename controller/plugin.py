@@ -5,7 +5,7 @@ and calls `register(ctx)` in every process that discovers plugins, gateways incl
 `register` only records the commands: no imports of heavy modules, no I/O. Hermes ignores a
 handler's return value, so each handler calls `sys.exit` with our exit code. Under
 `hermes -p X apply`, HERMES_HOME points at profile X; `--home` still defaults to Hermes' root
-(hermes-formats.md section F).
+(docs/hermes/files.md#plugins).
 """
 
 from __future__ import annotations
@@ -20,14 +20,18 @@ PLUGIN_NAME = "fleet"
 
 def register(ctx: Any) -> None:
     ctx.register_cli_command(
-        "apply", help="hermes-fleet: converge this Hermes home onto fleet manifests",
-        setup_fn=_setup_apply, handler_fn=None,
+        "apply",
+        help="hermes-fleet: converge this Hermes home onto fleet manifests",
+        setup_fn=_setup_apply,
+        handler_fn=None,
         description="Apply hermes-fleet manifests (same as `hermes-fleet apply`). Exit codes: 0 ok, 1 failed, "
         "2 bad input, 3 conflict.",
     )
     ctx.register_cli_command(
-        "fleet", help="hermes-fleet: validate, plan, apply, status, schema, restore",
-        setup_fn=_setup_fleet, handler_fn=None,
+        "fleet",
+        help="hermes-fleet: validate, plan, apply, status, schema, restore",
+        setup_fn=_setup_fleet,
+        handler_fn=None,
         description="Every hermes-fleet verb, e.g. `hermes fleet plan -f bots.yaml`.",
     )
 

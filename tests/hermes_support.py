@@ -16,9 +16,21 @@ INSTALL_HINT = "run .ci/install-hermes and export HERMES_FLEET_HERMES_BIN=<the p
 # Variables that would point Hermes at the real user's state or change its output.
 _DROP_PREFIXES = ("HERMES_",)
 _DROP_NAMES = {
-    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY",
-    "http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy",
-    "FORCE_COLOR", "CLICOLOR_FORCE", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "FTP_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "ftp_proxy",
+    "FORCE_COLOR",
+    "CLICOLOR_FORCE",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "VIRTUAL_ENV",
 }
 
 
@@ -57,11 +69,7 @@ class HermesCLI:
     def env(self, profile: str | None = None) -> dict[str, str]:
         """The scrubbed environment; with `profile`, HERMES_HOME is that profile (what `-p` sets)."""
         home = self.root if profile in (None, "default") else self.root / "profiles" / str(profile)
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in _DROP_NAMES and not key.startswith(_DROP_PREFIXES)
-        }
+        env = {key: value for key, value in os.environ.items() if key not in _DROP_NAMES and not key.startswith(_DROP_PREFIXES)}
         env.update(
             HOME=str(self.userhome),
             HERMES_HOME=str(home),
@@ -121,7 +129,6 @@ class HermesCLI:
         )
         if check and proc.returncode != 0:
             raise AssertionError(
-                f"{' '.join(argv)} exited {proc.returncode}\n"
-                f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+                f"{' '.join(argv)} exited {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
             )
         return proc

@@ -30,6 +30,7 @@ from controller.errors import HermesStateError, RefusedValue
 def unparseable_hint(source: str) -> str:
     return f"fix or remove it; hermes-fleet never overwrites a {Path(source).name} it cannot parse"
 
+
 # Hermes writes config.yaml with PyYAML's block style: 2-space maps, list items indented under
 # their key ("  - item"). Files with another style keep their own (guessed at load).
 _HERMES_INDENT = (2, 4, 2)  # mapping, sequence, offset
@@ -38,25 +39,36 @@ _HERMES_INDENT = (2, 4, 2)  # mapping, sequence, offset
 # PyYAML 6's implicit scalar rules (yaml/resolver.py), which differ from ruamel's "1.1" table:
 # `y`/`n` are strings, a float needs a dot and a signed exponent (`1e3` is a string).
 _PYYAML_IMPLICIT: list[tuple[str, str, str]] = [
-    ("bool", r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
-     "yYnNtTfFoO"),
-    ("float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    ("bool", r"^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$", "yYnNtTfFoO"),
+    (
+        "float",
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
                  |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
                  |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
                  |[-+]?\.(?:inf|Inf|INF)
-                 |\.(?:nan|NaN|NAN))$""", "-+0123456789."),
-    ("int", r"""^(?:[-+]?0b[0-1_]+
+                 |\.(?:nan|NaN|NAN))$""",
+        "-+0123456789.",
+    ),
+    (
+        "int",
+        r"""^(?:[-+]?0b[0-1_]+
                |[-+]?0[0-7_]+
                |[-+]?(?:0|[1-9][0-9_]*)
                |[-+]?0x[0-9a-fA-F_]+
-               |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", "-+0123456789"),
+               |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""",
+        "-+0123456789",
+    ),
     ("merge", r"^(?:<<)$", "<"),
     ("null", r"^(?:~|null|Null|NULL|)$", "~nN"),
-    ("timestamp", r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+    (
+        "timestamp",
+        r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
                      |[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?
                       (?:[Tt]|[ \t]+)[0-9][0-9]?
                       :[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
-                      (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""", "0123456789"),
+                      (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""",
+        "0123456789",
+    ),
     ("value", r"^(?:=)$", "="),
 ]
 
@@ -278,9 +290,7 @@ def _round_trip_load(text: str, source: str) -> CommentedMap:
         problem = exc.problem or exc.context or "invalid YAML"
         # ruamel quotes both values of a duplicate key; they may be secrets, so cut them off.
         problem = problem.split(" with value ", 1)[0]
-        raise HermesStateError(
-            f"{where}: {problem}", path=source, hint=unparseable_hint(source)
-        ) from exc
+        raise HermesStateError(f"{where}: {problem}", path=source, hint=unparseable_hint(source)) from exc
     except YAMLError as exc:
         raise HermesStateError(f"{source}: {exc}", path=source, hint=unparseable_hint(source)) from exc
     if data is None:
@@ -301,8 +311,9 @@ class ConfigDoc:
     built on first need, i.e. when a key is set or deleted (see `_fast_plain`).
     """
 
-    def __init__(self, data: CommentedMap | None, *, text: str, exists: bool, source: str,
-                 plain: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, data: CommentedMap | None, *, text: str, exists: bool, source: str, plain: dict[str, Any] | None = None
+    ) -> None:
         self._tree = data
         self._plain = plain if data is None else None
         self._text = text
@@ -337,9 +348,7 @@ class ConfigDoc:
         except FileNotFoundError:
             return cls(CommentedMap(), text="", exists=False, source=str(path))
         except (OSError, UnicodeDecodeError) as exc:
-            raise HermesStateError(
-                f"cannot read {path}: {exc}", path=str(path), hint=unparseable_hint(str(path))
-            ) from exc
+            raise HermesStateError(f"cannot read {path}: {exc}", path=str(path), hint=unparseable_hint(str(path))) from exc
         return cls.parse(text, source=str(path), exists=True)
 
     @classmethod

@@ -1,6 +1,6 @@
 """A profile's Hermes cron store (`cron/jobs.json`), read and written under Hermes' own lock.
 
-Protocol (hermes-formats.md section E, cron/jobs.py in hermes-agent 0.19.0): every
+Protocol (docs/hermes/cron.md#store-and-lock, cron/jobs.py in hermes-agent 0.19.0): every
 read-modify-write holds an exclusive `flock` on `cron/.jobs.lock`; the file is
 `{"jobs": [...], "updated_at": ...}`, written atomically, mode 0600 in a 0700 folder. Hermes'
 scheduler rewrites it every 60 s, so we always re-read inside the lock and change only our jobs.
@@ -42,14 +42,20 @@ def read_jobs(profile_dir: Path) -> list[dict[str, Any]] | None:
     try:
         data = json.loads(text, strict=False)  # Hermes' own fallback accepts raw control characters
     except ValueError as exc:
-        raise HermesStateError(f"{path} is not valid JSON ({exc})", path=str(path),
-                               hint="fix or remove it; hermes-fleet never overwrites a cron store it cannot parse") from exc
+        raise HermesStateError(
+            f"{path} is not valid JSON ({exc})",
+            path=str(path),
+            hint="fix or remove it; hermes-fleet never overwrites a cron store it cannot parse",
+        ) from exc
     if isinstance(data, list):
         return [j for j in data if isinstance(j, dict)]
     if isinstance(data, dict) and isinstance(data.get("jobs", []), list):
         return [j for j in data.get("jobs", []) if isinstance(j, dict)]
-    raise HermesStateError(f"{path} does not hold {{'jobs': [...]}}", path=str(path),
-                           hint="fix or remove it; hermes-fleet never overwrites a cron store it cannot parse")
+    raise HermesStateError(
+        f"{path} does not hold {{'jobs': [...]}}",
+        path=str(path),
+        hint="fix or remove it; hermes-fleet never overwrites a cron store it cannot parse",
+    )
 
 
 @contextlib.contextmanager
@@ -66,8 +72,10 @@ def locked(profile_dir: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise ConflictError(f"{cron / '.jobs.lock'} is held by another writer for over {timeout:.0f} s",
-                                        hint="a Hermes process may be stuck; try again later") from None
+                    raise ConflictError(
+                        f"{cron / '.jobs.lock'} is held by another writer for over {timeout:.0f} s",
+                        hint="a Hermes process may be stuck; try again later",
+                    ) from None
                 time.sleep(POLL)
         try:
             yield

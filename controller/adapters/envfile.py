@@ -16,34 +16,7 @@ from pathlib import Path
 
 from controller.adapters import fsio
 from controller.errors import HermesStateError, RefusedValue
-
-# What `hermes profile create` writes into a new profile's .env (hermes_cli/profiles.py).
-PROFILE_ENV_HEADER = (
-    "# Per-profile secrets for this Hermes profile.\n"
-    "# API keys and tokens set here override the shell environment.\n"
-    "# Behavioral settings belong in config.yaml, not here.\n"
-)
-
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-# Names Hermes' env writer refuses (`_ENV_VAR_NAME_DENYLIST`, hermes_cli/config.py): they steer
-# the loader, interpreter, shell or Hermes' own location. We refuse them for the same reason.
-ENV_NAME_DENYLIST = frozenset({
-    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_DEBUG",
-    "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH",
-    "DYLD_FALLBACK_LIBRARY_PATH", "DYLD_FALLBACK_FRAMEWORK_PATH",
-    "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONEXECUTABLE",
-    "PYTHONNOUSERSITE", "NODE_OPTIONS", "NODE_PATH",
-    "PATH", "SHELL", "BROWSER", "EDITOR", "VISUAL", "PAGER",
-    "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_SHELL",
-    "HERMES_HOME", "HERMES_PROFILE", "HERMES_CONFIG", "HERMES_ENV",
-})
-
-# After loading, Hermes strips non-ASCII characters from variables with these suffixes
-# (`_sanitize_loaded_credentials`, hermes_cli/env_loader.py), so such values are refused. Other
-# non-ASCII values are written as they are: Hermes' loader reads them intact, although its own
-# `save_env_value` would have stripped them on write.
-CREDENTIAL_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_KEY")
+from controller.hermes.env import CREDENTIAL_SUFFIXES, ENV_NAME_DENYLIST, ENV_NAME_RE
 
 # python-dotenv expands `${NAME}` / `${NAME:-default}` in every value, quoted or not, and has no
 # escape for it: such a value can not be stored so that Hermes reads it back unchanged.
@@ -105,13 +78,13 @@ def _parse_value(text: str, pos: int) -> tuple[str, int]:
         match = _need(_VALUE_SINGLE, text, pos)
         return _SINGLE_ESCAPES.sub(_unescape, match.group(1)), match.end()
     if char == '"':
-        match = _need(_VALUE_DOUBLE, text, pos)
-        return _DOUBLE_ESCAPES.sub(_unescape, match.group(1)), match.end()
+        double = _need(_VALUE_DOUBLE, text, pos)
+        return _DOUBLE_ESCAPES.sub(_unescape, double.group(1)), double.end()
     if char in ("", "\n", "\r"):
         return "", pos
-    match = _VALUE_BARE.match(text, pos)
-    assert match is not None  # matches the empty string at worst
-    return _BARE_COMMENT.sub("", match.group(0)).rstrip(), match.end()
+    bare = _VALUE_BARE.match(text, pos)
+    assert bare is not None  # matches the empty string at worst
+    return _BARE_COMMENT.sub("", bare.group(0)).rstrip(), bare.end()
 
 
 def _parse_binding(text: str, pos: int) -> tuple[int, str | None, str | None]:
@@ -158,13 +131,7 @@ def quote_value(value: str) -> str:
     """The value as Hermes' `_quote_env_value` writes it (double quotes only when needed)."""
     if value == "":
         return value
-    needs_quotes = (
-        "#" in value
-        or '"' in value
-        or "'" in value
-        or value != value.strip()
-        or any(ch.isspace() for ch in value)
-    )
+    needs_quotes = "#" in value or '"' in value or "'" in value or value != value.strip() or any(ch.isspace() for ch in value)
     if not needs_quotes:
         return value
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -196,8 +163,7 @@ def check_entry(key: str, value: str) -> None:
     # Quoting only adds `"` and `\\`, so testing the raw value's prefix is the same test Hermes runs.
     if match and not _is_structured(value[: match.start()]):
         raise RefusedValue(
-            f"the value of {key} contains {match.group(0)!r}, which Hermes' .env sanitiser could split "
-            "into a separate variable"
+            f"the value of {key} contains {match.group(0)!r}, which Hermes' .env sanitiser could split into a separate variable"
         )
 
 
@@ -238,6 +204,10 @@ class EnvFile:
             if chunk.key is not None:
                 seen[chunk.key] = None
         return [key for key in seen if self.get(key) is not None]
+
+    def as_dict(self) -> dict[str, str]:
+        """Every key with the value Hermes' loader would put in the environment."""
+        return {key: value for key in self.keys() if (value := self.get(key)) is not None}
 
     def set(self, key: str, value: str) -> bool:
         """Replace the key's line in place (dropping later duplicates), else append. True if changed."""

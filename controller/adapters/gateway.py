@@ -1,7 +1,7 @@
 """The Hermes gateway client: discovery (never starting one), tickets, WebSocket JSON-RPC.
 
 The only module that talks to a gateway (and the only one importing `websockets`). The facts
-come from /work/shared/reference/gateway-groups-contract.md (sections 1-3):
+are in docs/hermes/gateway.md (#discovery, #control-socket, #tickets, #websocket, #errors):
 
 - Discovery reads `<home>/gateway.sock` (or the `gateway.sock.path` pointer), applies the
   contract's safety checks and fails closed, asks `identify`, validates the runtime descriptor,
@@ -70,8 +70,9 @@ class GatewayRefused(GatewayError):
 
     outcome = "permanent"
 
-    def __init__(self, message: str, *, code: int = 0, reason: str | None = None, method: str = "",
-                 hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: int = 0, reason: str | None = None, method: str = "", hint: str | None = None
+    ) -> None:
         super().__init__(message, hint=hint, reason=reason)
         self.code = code
         self.method = method
@@ -91,8 +92,7 @@ class GatewayOutcomeUnknown(GatewayError):
     outcome = "unknown"
 
 
-def classify(exc: BaseException, *, method: str = "", sent: bool = False,
-             secrets: tuple[str, ...] = ()) -> GatewayError:
+def classify(exc: BaseException, *, method: str = "", sent: bool = False, secrets: tuple[str, ...] = ()) -> GatewayError:
     """The one place where transport failures become typed gateway errors."""
     from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
@@ -103,20 +103,25 @@ def classify(exc: BaseException, *, method: str = "", sent: bool = False,
     if isinstance(exc, InvalidStatus):
         status = exc.response.status_code
         if status in (401, 403):
-            return GatewayAuthError(f"the gateway refused the credential (HTTP {status})", code=status,
-                                    hint="mint a fresh ticket, or check the token named by --gateway-token-env")
+            return GatewayAuthError(
+                f"the gateway refused the credential (HTTP {status})",
+                code=status,
+                hint="mint a fresh ticket, or check the token named by --gateway-token-env",
+            )
         if status >= 500:
             return GatewayUnavailable(f"the gateway failed the connection (HTTP {status})", reason="http_5xx")
-        return GatewayIncompatible(f"the gateway refused the WebSocket upgrade (HTTP {status}); is this a "
-                                   "Hermes gateway with /api/ws?", code=status)
+        return GatewayIncompatible(
+            f"the gateway refused the WebSocket upgrade (HTTP {status}); is this a Hermes gateway with /api/ws?", code=status
+        )
     if isinstance(exc, InvalidURI):
         return GatewayIncompatible(f"invalid gateway URL: {text}")
     if isinstance(exc, InvalidHandshake):
         return GatewayUnavailable(f"WebSocket handshake failed: {text}", reason="handshake")
     if sent and method not in READ_METHODS:
         # The request left this machine; its reply did not come back. It may have been applied.
-        return GatewayOutcomeUnknown(f"{what}no reply from the gateway ({text}); the change may or may not "
-                                     "have been applied", reason="reply_lost")
+        return GatewayOutcomeUnknown(
+            f"{what}no reply from the gateway ({text}); the change may or may not have been applied", reason="reply_lost"
+        )
     if isinstance(exc, ConnectionClosed):
         return GatewayUnavailable(f"{what}the gateway closed the connection ({text})", reason="connection_closed")
     if isinstance(exc, TimeoutError | socket.timeout):
@@ -130,13 +135,12 @@ def refusal(method: str, error: Any) -> GatewayRefused:
     """A JSON-RPC error object as a typed refusal (contract 2.1, 3.1)."""
     if not isinstance(error, dict):
         return GatewayRefused(f"{method}: malformed error reply", method=method)
-    code = error.get("code") if isinstance(error.get("code"), int) else 0
+    code = v if isinstance(v := error.get("code"), int) else 0
     message = str(error.get("message") or "refused")
-    data = error.get("data") if isinstance(error.get("data"), dict) else {}
-    reason = data.get("reason") if isinstance(data.get("reason"), str) else None
+    data = v if isinstance(v := error.get("data"), dict) else {}
+    reason = v if isinstance(v := data.get("reason"), str) else None
     cls = GatewayIncompatible if code == -32601 else GatewayRefused
-    return cls(f"{method} refused ({code}{', ' + reason if reason else ''}): {message}", code=code,
-               reason=reason, method=method)
+    return cls(f"{method} refused ({code}{', ' + reason if reason else ''}): {message}", code=code, reason=reason, method=method)
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
@@ -169,8 +173,11 @@ def _private(st: os.stat_result) -> bool:
 
 
 def _unsafe(reason: str, message: str) -> GatewayUnavailable:
-    return GatewayUnavailable(f"gateway discovery refused: {message} ({reason})", reason=reason,
-                              hint="fix the ownership/permissions, or restart the gateway on this machine")
+    return GatewayUnavailable(
+        f"gateway discovery refused: {message} ({reason})",
+        reason=reason,
+        hint="fix the ownership/permissions, or restart the gateway on this machine",
+    )
 
 
 def control_socket_path(home: Path) -> Path | None:
@@ -218,8 +225,7 @@ def _follow_pointer(home: Path, pointer: Path) -> Path:
     try:
         dst, sst = os.lstat(target.parent), os.lstat(target)
     except FileNotFoundError:
-        raise GatewayUnavailable("no gateway is running for this home (stale socket pointer)",
-                                 reason="absent") from None
+        raise GatewayUnavailable("no gateway is running for this home (stale socket pointer)", reason="absent") from None
     if not stat.S_ISDIR(dst.st_mode) or not _private(dst):
         raise _unsafe("unsafe_control_path", f"{target.parent} must be a private (0700) folder of this user")
     if not stat.S_ISSOCK(sst.st_mode) or not _private(sst):
@@ -227,8 +233,9 @@ def _follow_pointer(home: Path, pointer: Path) -> Path:
     return target
 
 
-def control_request(path: Path, verb: str, params: dict[str, Any] | None = None, *,
-                    timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+def control_request(
+    path: Path, verb: str, params: dict[str, Any] | None = None, *, timeout: float = DEFAULT_TIMEOUT
+) -> dict[str, Any]:
     """One request per connection: a JSON line out, a JSON line back (contract 1.3)."""
     request: dict[str, Any] = {"protocol": 1, "id": 1, "verb": verb}
     if params is not None:
@@ -242,8 +249,7 @@ def control_request(path: Path, verb: str, params: dict[str, Any] | None = None,
         try:
             sock.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError):
-            raise GatewayUnavailable("no gateway is running for this home (control socket refused)",
-                                     reason="absent") from None
+            raise GatewayUnavailable("no gateway is running for this home (control socket refused)", reason="absent") from None
         except PermissionError:
             raise GatewayUnavailable("the gateway's control socket refused this user", reason="authorization") from None
         _check_peer(sock)
@@ -255,11 +261,9 @@ def control_request(path: Path, verb: str, params: dict[str, Any] | None = None,
                 break
             data += chunk
             if len(data) > CONTROL_RESPONSE_MAX:
-                raise GatewayUnavailable("the gateway's control answer is too large",
-                                         reason="oversized_control_response")
+                raise GatewayUnavailable("the gateway's control answer is too large", reason="oversized_control_response")
     except TimeoutError:
-        raise GatewayUnavailable("the gateway's control socket did not answer in time",
-                                 reason="control_timeout") from None
+        raise GatewayUnavailable("the gateway's control socket did not answer in time", reason="control_timeout") from None
     except OSError as exc:
         raise classify(exc, method=f"control {verb}") from None
     finally:
@@ -273,8 +277,7 @@ def control_request(path: Path, verb: str, params: dict[str, Any] | None = None,
     if not isinstance(reply, dict) or reply.get("protocol") != 1 or reply.get("id") != 1:
         raise GatewayUnavailable("the gateway's control answer has the wrong shape", reason="invalid_control_response")
     if reply.get("ok") is not True:
-        raise GatewayRefused(f"control {verb} refused: {reply.get('error') or 'no reason given'}",
-                             method=f"control {verb}")
+        raise GatewayRefused(f"control {verb} refused: {reply.get('error') or 'no reason given'}", method=f"control {verb}")
     result = reply.get("result")
     if not isinstance(result, dict):
         raise GatewayUnavailable("the gateway's control answer has no result", reason="invalid_control_response")
@@ -301,7 +304,8 @@ def discover(home: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Endpoint:
         raise GatewayUnavailable(
             "no gateway is running for this home" + (" (it is starting)" if starting else ""),
             reason="starting" if starting else "absent",
-            hint=f"start it on this machine with `hermes gateway run` (HERMES_HOME={home}), or pass --gateway URL")
+            hint=f"start it on this machine with `hermes gateway run` (HERMES_HOME={home}), or pass --gateway URL",
+        )
     return validate_descriptor(control_request(path, "identify", timeout=timeout), home, str(path))
 
 
@@ -309,8 +313,11 @@ def validate_descriptor(d: dict[str, Any], home: Path, control_path: str) -> End
     """Main's `discover_gateway_endpoint` rules (contract 1.3, `identify`)."""
 
     def bad(message: str, reason: str = "incompatible") -> GatewayUnavailable:
-        return GatewayUnavailable(f"the gateway for this home is not usable: {message}", reason=reason,
-                                  hint="update Hermes and restart the gateway on this machine")
+        return GatewayUnavailable(
+            f"the gateway for this home is not usable: {message}",
+            reason=reason,
+            hint="update Hermes and restart the gateway on this machine",
+        )
 
     def is_int(v: Any) -> bool:
         return isinstance(v, int) and not isinstance(v, bool)
@@ -330,15 +337,19 @@ def validate_descriptor(d: dict[str, Any], home: Path, control_path: str) -> End
     if not isinstance(origin, str) or not loopback_origin(origin):
         raise bad("api_origin is not a loopback http(s)://<ip>:<port> origin", "invalid_control_response")
     want = os.path.normcase(str(home.resolve()))
-    matches = [p for p in (d.get("served_profiles") or []) if isinstance(p, dict)
-               and isinstance(p.get("home"), str) and os.path.normcase(str(Path(p["home"]).resolve())) == want]
+    matches = [
+        p
+        for p in (d.get("served_profiles") or [])
+        if isinstance(p, dict) and isinstance(p.get("home"), str) and os.path.normcase(str(Path(p["home"]).resolve())) == want
+    ]
     if len(matches) != 1 or not isinstance(matches[0].get("profile_id"), str) or not matches[0]["profile_id"]:
         raise GatewayUnavailable("the gateway on this socket does not serve this home", reason="profile_mismatch")
     state = d.get("state")
     if state != "ready":
         if state in ("starting", "draining", "conflict"):
-            raise GatewayUnavailable(f"the gateway for this home is {state}", reason=str(state),
-                                     hint="wait for it to be ready and run again")
+            raise GatewayUnavailable(
+                f"the gateway for this home is {state}", reason=str(state), hint="wait for it to be ready and run again"
+            )
         raise GatewayUnavailable(f"the gateway for this home is not usable (state {state!r})", reason="inaccessible")
     return Endpoint(origin, instance, matches[0]["profile_id"], control_path, state)
 
@@ -350,8 +361,15 @@ def loopback_origin(origin: str) -> bool:
         host = ipaddress.ip_address(parts.hostname or "")
     except ValueError:
         return False
-    return (parts.scheme in ("http", "https") and port is not None and host.is_loopback and not parts.username
-            and parts.path in ("", "/") and not parts.query and not parts.fragment)
+    return (
+        parts.scheme in ("http", "https")
+        and port is not None
+        and host.is_loopback
+        and not parts.username
+        and parts.path in ("", "/")
+        and not parts.query
+        and not parts.fragment
+    )
 
 
 def mint_ticket(endpoint: Endpoint, purpose: str = "interactive", *, timeout: float = DEFAULT_TIMEOUT) -> str:
@@ -360,13 +378,24 @@ def mint_ticket(endpoint: Endpoint, purpose: str = "interactive", *, timeout: fl
     try:
         grant = control_request(Path(endpoint.control_path), "session-ticket", params, timeout=timeout)
     except GatewayRefused as exc:
-        raise GatewayUnavailable("the gateway would not issue a ticket", reason="ticket_unavailable",
-                                 hint="run again; if it persists, restart the gateway on this machine") from exc
+        raise GatewayUnavailable(
+            "the gateway would not issue a ticket",
+            reason="ticket_unavailable",
+            hint="run again; if it persists, restart the gateway on this machine",
+        ) from exc
     ticket = grant.get("ticket")
-    if (not isinstance(ticket, str) or not ticket or grant.get("profile_id") != endpoint.profile_id
-            or grant.get("instance_id") != endpoint.instance_id or grant.get("runtime_protocol") != 1):
-        raise GatewayUnavailable("the gateway issued a ticket for another instance or profile",
-                                 reason="ticket_unavailable", hint="run again (the gateway may have restarted)")
+    if (
+        not isinstance(ticket, str)
+        or not ticket
+        or grant.get("profile_id") != endpoint.profile_id
+        or grant.get("instance_id") != endpoint.instance_id
+        or grant.get("runtime_protocol") != 1
+    ):
+        raise GatewayUnavailable(
+            "the gateway issued a ticket for another instance or profile",
+            reason="ticket_unavailable",
+            hint="run again (the gateway may have restarted)",
+        )
     return ticket
 
 
@@ -386,8 +415,10 @@ def ws_url(origin_or_url: str) -> str:
     parts = urlsplit(origin_or_url)
     scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
     if scheme is None or not parts.netloc:
-        raise GatewayIncompatible(f"gateway URL {origin_or_url!r} must be http(s):// or ws(s)://host:port",
-                                  hint="pass e.g. --gateway http://127.0.0.1:9119")
+        raise GatewayIncompatible(
+            f"gateway URL {origin_or_url!r} must be http(s):// or ws(s)://host:port",
+            hint="pass e.g. --gateway http://127.0.0.1:9119",
+        )
     path = parts.path if parts.path not in ("", "/") else "/api/ws"
     return f"{scheme}://{parts.netloc}{path}" + (f"?{parts.query}" if parts.query else "")
 
@@ -419,14 +450,21 @@ class Session:
 
     def _connect(self) -> None:
         from websockets.sync.client import connect
+        from websockets.typing import Subprotocol
 
         for attempt in (1, 2):
             secret = self.credential()
             self._secrets = (*self._secrets, secret)
             try:
-                self._ws = connect(self.url, subprotocols=[SUBPROTOCOL, TICKET_PREFIX + secret],
-                                   open_timeout=self.timeout, close_timeout=min(self.timeout, 2.0),
-                                   max_size=MAX_FRAME, proxy=None, compression=None)
+                self._ws = connect(
+                    self.url,
+                    subprotocols=[Subprotocol(SUBPROTOCOL), Subprotocol(TICKET_PREFIX + secret)],
+                    open_timeout=self.timeout,
+                    close_timeout=min(self.timeout, 2.0),
+                    max_size=MAX_FRAME,
+                    proxy=None,
+                    compression=None,
+                )
                 self._ws.__enter__()  # the connection's lifetime is ours (close()); no legacy warning
             except Exception as exc:
                 error = classify(exc, secrets=self._secrets)
@@ -436,14 +474,15 @@ class Session:
                 raise error from None
             if self._ws.subprotocol != SUBPROTOCOL:
                 self.close()
-                raise GatewayIncompatible(f"the gateway at {self.label or self.url} did not select the "
-                                          f"{SUBPROTOCOL} subprotocol", hint="update Hermes on that machine")
+                raise GatewayIncompatible(
+                    f"the gateway at {self.label or self.url} did not select the {SUBPROTOCOL} subprotocol",
+                    hint="update Hermes on that machine",
+                )
             return
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         if method not in READ_METHODS and not self.writes:
-            raise GatewayRefused(f"{method} is a write and this session is read-only (plan never writes)",
-                                 method=method)
+            raise GatewayRefused(f"{method} is a write and this session is read-only (plan never writes)", method=method)
         if self._ws is None:
             self._connect()
         rid = next(self._ids)
@@ -494,8 +533,10 @@ class _Token:
     def __call__(self) -> str:
         value = os.environ.get(self.env, "")
         if not value.strip():
-            raise GatewayAuthError(f"--gateway-token-env {self.env}: that environment variable is empty or unset",
-                                   hint=f"export {self.env}=<a ticket or token for that gateway>")
+            raise GatewayAuthError(
+                f"--gateway-token-env {self.env}: that environment variable is empty or unset",
+                hint=f"export {self.env}=<a ticket or token for that gateway>",
+            )
         return value.strip()
 
 

@@ -1,6 +1,6 @@
 """Where the Hermes root and each profile live, by Hermes' own rules.
 
-Mirrors `get_default_hermes_root()` of hermes-agent (hermes-formats.md section A): `--home`, else
+Mirrors `get_default_hermes_root()` of hermes-agent (docs/hermes/home.md#root): `--home`, else
 HERMES_HOME (a path under `<root>/profiles/<name>` maps back to the root), else `~/.hermes`.
 """
 

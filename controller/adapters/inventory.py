@@ -1,4 +1,4 @@
-"""The inventory file and the owner marker: `controller.core.inventory.Inventory` on disk.
+"""The inventory file and the owner marker (the value type is `controller.core.inventory.Inventory`).
 
 One JSON file per fleet under `<root>/.hermes-fleet/inventory/<fleet>.json` (atomic, 0600), plus a
 marker file in every owned profile (`.hermes-fleet-owner.json`) so a crash between publishing a
@@ -16,7 +16,6 @@ from typing import Any
 
 from controller.adapters import fsio
 from controller.adapters.home import profile_dir, state_dir
-from controller.core.inventory import Inventory
 from controller.errors import HermesStateError
 
 MARKER = ".hermes-fleet-owner.json"
@@ -30,32 +29,41 @@ def inventory_path(root: Path, fleet: str) -> Path:
     return inventory_dir(root) / f"{fleet}.json"
 
 
-def load(root: Path, fleet: str) -> Inventory:
+def read(root: Path, fleet: str) -> dict[str, Any] | None:
+    """The inventory document of `fleet` (None when there is none yet)."""
     path = inventory_path(root, fleet)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return Inventory(fleet=fleet)
+        return None
     except (OSError, ValueError) as exc:
-        raise HermesStateError(f"cannot read the inventory {path}: {exc}", path=str(path),
-                               hint="restore it from a backup or move it away to start over (then apply --adopt)") from exc
+        raise HermesStateError(
+            f"cannot read the inventory {path}: {exc}",
+            path=str(path),
+            hint="restore it from a backup or move it away to start over (then apply --adopt)",
+        ) from exc
     if not isinstance(data, dict) or data.get("fleet") != fleet or not isinstance(data.get("objects"), dict):
-        raise HermesStateError(f"{path} is not an inventory of fleet {fleet!r}", path=str(path),
-                               hint="move it away and apply with --adopt to rebuild it")
-    return Inventory.from_json(fleet, data)
+        raise HermesStateError(
+            f"{path} is not an inventory of fleet {fleet!r}",
+            path=str(path),
+            hint="move it away and apply with --adopt to rebuild it",
+        )
+    return data
 
 
-def save(root: Path, inventory: Inventory) -> None:
+def write(root: Path, fleet: str, data: dict[str, Any]) -> None:
+    """Replace the inventory document of `fleet` atomically (0600)."""
     folder = inventory_dir(root)
-    text = json.dumps(inventory.to_json(), indent=1, sort_keys=True, default=str) + "\n"
+    text = json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fsio.atomic_write_text(inventory_path(root, inventory.fleet), text, mode=0o600)
+        fsio.atomic_write_text(inventory_path(root, fleet), text, mode=0o600)
     except OSError as exc:  # e.g. a full disk: a clear error, not a traceback; the old inventory stays
-        raise HermesStateError(f"cannot write the inventory {inventory_path(root, inventory.fleet)}: {exc.strerror or exc}",
-                               path=str(inventory_path(root, inventory.fleet)),
-                               hint="free space or fix permissions, then apply again (what was applied is kept)") from exc
-    inventory.exists = True
+        raise HermesStateError(
+            f"cannot write the inventory {inventory_path(root, fleet)}: {exc.strerror or exc}",
+            path=str(inventory_path(root, fleet)),
+            hint="free space or fix permissions, then apply again (what was applied is kept)",
+        ) from exc
 
 
 def all_fleets(root: Path) -> list[str]:
@@ -80,8 +88,18 @@ def read_marker(root: Path, name: str) -> dict[str, Any] | None:
 
 
 def marker_text(fleet: str, name: str) -> str:
-    return json.dumps({"fleet": fleet, "profile": name, "managed_by": "hermes-fleet",
-                       "note": "This profile is managed by hermes-fleet; see docs/cli.md"}, indent=1) + "\n"
+    return (
+        json.dumps(
+            {
+                "fleet": fleet,
+                "profile": name,
+                "managed_by": "hermes-fleet",
+                "note": "This profile is managed by hermes-fleet; see docs/cli.md",
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 def write_marker(directory: Path, fleet: str, name: str) -> None:

@@ -1,7 +1,7 @@
 """A profile's `profile.yaml`: description, display name and the Bot Mode `ui_meta` record.
 
 The reconciler loads it with `ProfileMeta.load`, sets the fields a fleet owns and saves. The
-Desktop/gateway writes the same file (bot-mode-state.md sections 1 and 8), so the `hermes-bots`
+Desktop/gateway writes the same file (docs/hermes/bot-mode.md#clears, #revisions), so the `hermes-bots`
 namespace is replaced whole with a revision bump, everything else is kept, and a write that
 races another writer raises a retryable `ConflictError` instead of losing their change.
 """
@@ -120,15 +120,16 @@ class ProfileMeta:
         """Atomic write; raises a retryable ConflictError if the file changed since `load`.
 
         fsio compares the file with what was loaded after the new file is fully written and
-        synced, just before it replaces the old one (bot-mode-state.md §8 rule 2). Stricter than
+        synced, just before it replaces the old one (docs/hermes/bot-mode.md#revisions). Stricter than
         comparing the revision alone: Hermes' own `write_profile_meta` (description,
         display_name) changes the file without bumping any revision.
         """
         target = Path(path) if path is not None else self.path
         text = self.render()
         # Only a file we loaded has a "since load" to compare.
-        expect: object = (None if self._loaded_text is None else self._loaded_text.encode("utf-8")) \
-            if target == self.path else fsio.UNCHECKED
+        expect: object = (
+            (None if self._loaded_text is None else self._loaded_text.encode("utf-8")) if target == self.path else fsio.UNCHECKED
+        )
         fsio.atomic_write_text(target, text, mode=0o644, expect=expect)  # ChangedUnderUs: a ConflictError
         self._loaded_text = text
         self._doc = ConfigDoc.parse(text, source=str(target))
@@ -141,6 +142,4 @@ def _read_text(path: Path) -> str | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise HermesStateError(
-            f"cannot read {path}: {exc}", path=str(path), hint=unparseable_hint(str(path))
-        ) from exc
+        raise HermesStateError(f"cannot read {path}: {exc}", path=str(path), hint=unparseable_hint(str(path))) from exc

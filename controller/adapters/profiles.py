@@ -1,7 +1,7 @@
 """Named Hermes profiles on disk: list, create (staged + one rename), back up, restore.
 
 The reconciler calls these to make `profiles/<name>/` exist or go away. Layout facts come from
-hermes-agent 0.19 `hermes_cli/profiles.py` (hermes-formats.md section A); tombstones and the
+hermes-agent 0.19 `hermes_cli/profiles.py` (docs/hermes/home.md#create-and-clone); tombstones and the
 channel strip on clone come from Hermes main. Nothing outside the Hermes root is ever written.
 """
 
@@ -23,9 +23,10 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from controller.adapters import envfile, fsio
+from controller.adapters import fsio
 from controller.adapters.home import DEFAULT_PROFILE, profile_dir, state_dir
 from controller.errors import ConflictError, HermesStateError, UsageError
+from controller.hermes.env import PROFILE_ENV_HEADER
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # `hermes profile create` refuses these (0.19 `_RESERVED_NAMES`); so do we.
@@ -49,7 +50,7 @@ _NO_SKILLS_TEXT = "Bundled-skill seeding is off for this profile (created by her
 
 # --- Messaging channels a clone leaves behind -------------------------------------------------
 # Hermes main strips a clone's messaging channels unless `--clone-channels` is given (bot tokens,
-# allowlists, API_SERVER_KEY, `platforms:` sections; hermes-formats.md A and main's
+# allowlists, API_SERVER_KEY, `platforms:` sections; docs/hermes/home.md#create-and-clone and main's
 # `profile_channels` tests): two profiles holding one bot token knock each other off the platform.
 # 0.19 copies them verbatim. We follow main, conservatively:
 #  * .env: drop keys of every 0.19 messaging adapter (prefixes from gateway/config.py) and the
@@ -59,17 +60,57 @@ _NO_SKILLS_TEXT = "Bundled-skill seeding is off for this profile (created by her
 #    settings (`gateway.multiplex_profiles`, `gateway.profile_routes`, and their top-level forms),
 #    so the clone never believes it is the host's multiplexer.
 _CHANNEL_ENV_PREFIXES = (
-    "TELEGRAM_", "DISCORD_", "WHATSAPP_", "SLACK_", "SIGNAL_", "MATTERMOST_", "MATRIX_",
-    "DINGTALK_", "API_SERVER_", "WEBHOOK_", "MSGRAPH_WEBHOOK_", "FEISHU_", "WECOM_", "WEIXIN_",
-    "BLUEBUBBLES_", "QQBOT_", "QQ_", "YUANBAO_", "SMS_", "GATEWAY_ALLOW", "GATEWAY_RELAY_",
+    "TELEGRAM_",
+    "DISCORD_",
+    "WHATSAPP_",
+    "SLACK_",
+    "SIGNAL_",
+    "MATTERMOST_",
+    "MATRIX_",
+    "DINGTALK_",
+    "API_SERVER_",
+    "WEBHOOK_",
+    "MSGRAPH_WEBHOOK_",
+    "FEISHU_",
+    "WECOM_",
+    "WEIXIN_",
+    "BLUEBUBBLES_",
+    "QQBOT_",
+    "QQ_",
+    "YUANBAO_",
+    "SMS_",
+    "GATEWAY_ALLOW",
+    "GATEWAY_RELAY_",
     "GATEWAY_MULTIPLEX_PROFILES",
 )
 _SHARED_ENV_PREFIXES = {"homeassistant": ("HASS_",), "sms": ("TWILIO_",), "email": ("EMAIL_",)}
 _CHANNEL_CONFIG_SECTIONS = (
-    "platforms", "telegram", "discord", "whatsapp", "whatsapp_cloud", "slack", "signal",
-    "mattermost", "matrix", "homeassistant", "email", "sms", "dingtalk", "api_server", "webhook",
-    "msgraph_webhook", "feishu", "wecom", "wecom_callback", "weixin", "bluebubbles", "qqbot",
-    "yuanbao", "relay", "multiplex_profiles", "profile_routes",
+    "platforms",
+    "telegram",
+    "discord",
+    "whatsapp",
+    "whatsapp_cloud",
+    "slack",
+    "signal",
+    "mattermost",
+    "matrix",
+    "homeassistant",
+    "email",
+    "sms",
+    "dingtalk",
+    "api_server",
+    "webhook",
+    "msgraph_webhook",
+    "feishu",
+    "wecom",
+    "wecom_callback",
+    "weixin",
+    "bluebubbles",
+    "qqbot",
+    "yuanbao",
+    "relay",
+    "multiplex_profiles",
+    "profile_routes",
 )
 _CHANNEL_GATEWAY_KEYS = ("multiplex_profiles", "profile_routes")
 _ENV_KEY_RE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
@@ -213,9 +254,7 @@ def _clone_source(root: Path, clone_from: str) -> Path:
         _named_dir(root, clone_from)  # symlink safety
     source = profile_dir(root, clone_from)
     if not source.is_dir() or (clone_from != DEFAULT_PROFILE and is_tombstoned(root, clone_from)):
-        raise HermesStateError(
-            f"cannot clone from profile {clone_from!r}: it does not exist", path=str(source)
-        )
+        raise HermesStateError(f"cannot clone from profile {clone_from!r}: it does not exist", path=str(source))
     return source
 
 
@@ -235,7 +274,7 @@ def _build_profile(staging: Path, *, source: Path | None, create_empty: bool) ->
         _copy_clone_files(source, staging)
     env_path = staging / ".env"
     if not env_path.exists():
-        fsio.atomic_write_text(env_path, envfile.PROFILE_ENV_HEADER, mode=0o600)
+        fsio.atomic_write_text(env_path, PROFILE_ENV_HEADER, mode=0o600)
     if create_empty:
         fsio.atomic_write_text(staging / NO_BUNDLED_SKILLS_MARKER, _NO_SKILLS_TEXT)
 
@@ -247,13 +286,13 @@ def _copy_clone_files(source: Path, dest: Path) -> None:
     config_text = _read_text(source / "config.yaml")
     config = _load_yaml(source / "config.yaml", config_text) if config_text is not None else None
     if config_text is not None:
-        fsio.atomic_write_text(dest / "config.yaml", _strip_channel_config(config_text, config),
-                               mode=_mode_of(source / "config.yaml"))
+        fsio.atomic_write_text(
+            dest / "config.yaml", _strip_channel_config(config_text, config), mode=_mode_of(source / "config.yaml")
+        )
     env_text = _read_text(source / ".env")
     if env_text is not None:
         # Hermes tightens a cloned .env to 0600 whatever the source mode was.
-        fsio.atomic_write_text(dest / ".env", strip_channel_env(env_text, _configured_platforms(config)),
-                               mode=0o600)
+        fsio.atomic_write_text(dest / ".env", strip_channel_env(env_text, _configured_platforms(config)), mode=0o600)
     for rel in ("SOUL.md", *CLONE_SUBDIR_FILES):
         src = source / rel
         if src.is_file():

@@ -1,7 +1,7 @@
 """The canonical "Bot Chat" session in a profile's `state.db`: find it, or create exactly one.
 
-Called by the reconciler for every bot it manages. The row rules come from bot-mode-state.md §5
-and hermes-formats.md section I; the table layout from hermes-agent 0.19 `hermes_state.py`.
+Called by the reconciler for every bot it manages. The row rules: docs/hermes/bot-mode.md#bot-chat
+and docs/hermes/files.md#sessions-database; the table layout from hermes-agent 0.19 `hermes_state.py`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 BOT_CHAT_TITLE = "Bot Chat"
 STATE_DB = "state.db"
-# Rows with these sources are not a chat (bot-mode-state.md §5): they count as absent.
+# Rows with these sources are not a chat (docs/hermes/bot-mode.md#bot-chat): they count as absent.
 NON_CHAT_SOURCES = frozenset({"kanban", "tool"})
 BOT_CHAT_SOURCE = "cli"  # what `hermes chat -c "Bot Chat" --create-if-missing` (main) stores
 
@@ -35,35 +35,75 @@ BOT_CHAT_SOURCE = "cli"  # what `hermes chat -c "Bot Chat" --create-if-missing` 
 # rest (FTS tables, triggers, other indexes) itself. Newer Hermes migrates up from 22.
 HERMES_SCHEMA_VERSION = 22
 _SESSION_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("id", "TEXT PRIMARY KEY"), ("source", "TEXT NOT NULL"), ("user_id", "TEXT"),
-    ("session_key", "TEXT"), ("chat_id", "TEXT"), ("chat_type", "TEXT"), ("thread_id", "TEXT"),
-    ("display_name", "TEXT"), ("origin_json", "TEXT"), ("expiry_finalized", "INTEGER DEFAULT 0"),
-    ("model", "TEXT"), ("model_config", "TEXT"), ("system_prompt", "TEXT"),
-    ("parent_session_id", "TEXT"), ("started_at", "REAL NOT NULL"), ("ended_at", "REAL"),
-    ("end_reason", "TEXT"), ("message_count", "INTEGER DEFAULT 0"),
-    ("tool_call_count", "INTEGER DEFAULT 0"), ("input_tokens", "INTEGER DEFAULT 0"),
-    ("output_tokens", "INTEGER DEFAULT 0"), ("cache_read_tokens", "INTEGER DEFAULT 0"),
-    ("cache_write_tokens", "INTEGER DEFAULT 0"), ("reasoning_tokens", "INTEGER DEFAULT 0"),
-    ("cwd", "TEXT"), ("git_branch", "TEXT"), ("git_repo_root", "TEXT"),
-    ("billing_provider", "TEXT"), ("billing_base_url", "TEXT"), ("billing_mode", "TEXT"),
-    ("estimated_cost_usd", "REAL"), ("actual_cost_usd", "REAL"), ("cost_status", "TEXT"),
-    ("cost_source", "TEXT"), ("pricing_version", "TEXT"), ("title", "TEXT"),
-    ("api_call_count", "INTEGER DEFAULT 0"), ("handoff_state", "TEXT"),
-    ("handoff_platform", "TEXT"), ("handoff_error", "TEXT"),
-    ("compression_failure_cooldown_until", "REAL"), ("compression_failure_error", "TEXT"),
-    ("compression_fallback_streak", "INTEGER NOT NULL DEFAULT 0"), ("profile_name", "TEXT"),
-    ("rewind_count", "INTEGER NOT NULL DEFAULT 0"), ("archived", "INTEGER NOT NULL DEFAULT 0"),
+    ("id", "TEXT PRIMARY KEY"),
+    ("source", "TEXT NOT NULL"),
+    ("user_id", "TEXT"),
+    ("session_key", "TEXT"),
+    ("chat_id", "TEXT"),
+    ("chat_type", "TEXT"),
+    ("thread_id", "TEXT"),
+    ("display_name", "TEXT"),
+    ("origin_json", "TEXT"),
+    ("expiry_finalized", "INTEGER DEFAULT 0"),
+    ("model", "TEXT"),
+    ("model_config", "TEXT"),
+    ("system_prompt", "TEXT"),
+    ("parent_session_id", "TEXT"),
+    ("started_at", "REAL NOT NULL"),
+    ("ended_at", "REAL"),
+    ("end_reason", "TEXT"),
+    ("message_count", "INTEGER DEFAULT 0"),
+    ("tool_call_count", "INTEGER DEFAULT 0"),
+    ("input_tokens", "INTEGER DEFAULT 0"),
+    ("output_tokens", "INTEGER DEFAULT 0"),
+    ("cache_read_tokens", "INTEGER DEFAULT 0"),
+    ("cache_write_tokens", "INTEGER DEFAULT 0"),
+    ("reasoning_tokens", "INTEGER DEFAULT 0"),
+    ("cwd", "TEXT"),
+    ("git_branch", "TEXT"),
+    ("git_repo_root", "TEXT"),
+    ("billing_provider", "TEXT"),
+    ("billing_base_url", "TEXT"),
+    ("billing_mode", "TEXT"),
+    ("estimated_cost_usd", "REAL"),
+    ("actual_cost_usd", "REAL"),
+    ("cost_status", "TEXT"),
+    ("cost_source", "TEXT"),
+    ("pricing_version", "TEXT"),
+    ("title", "TEXT"),
+    ("api_call_count", "INTEGER DEFAULT 0"),
+    ("handoff_state", "TEXT"),
+    ("handoff_platform", "TEXT"),
+    ("handoff_error", "TEXT"),
+    ("compression_failure_cooldown_until", "REAL"),
+    ("compression_failure_error", "TEXT"),
+    ("compression_fallback_streak", "INTEGER NOT NULL DEFAULT 0"),
+    ("profile_name", "TEXT"),
+    ("rewind_count", "INTEGER NOT NULL DEFAULT 0"),
+    ("archived", "INTEGER NOT NULL DEFAULT 0"),
 )
 _MESSAGE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("id", "INTEGER PRIMARY KEY AUTOINCREMENT"),
-    ("session_id", "TEXT NOT NULL REFERENCES sessions(id)"), ("role", "TEXT NOT NULL"),
-    ("content", "TEXT"), ("tool_call_id", "TEXT"), ("tool_calls", "TEXT"), ("tool_name", "TEXT"),
-    ("effect_disposition", "TEXT"), ("timestamp", "REAL NOT NULL"), ("token_count", "INTEGER"),
-    ("finish_reason", "TEXT"), ("reasoning", "TEXT"), ("reasoning_content", "TEXT"),
-    ("reasoning_details", "TEXT"), ("codex_reasoning_items", "TEXT"),
-    ("codex_message_items", "TEXT"), ("platform_message_id", "TEXT"),
-    ("observed", "INTEGER DEFAULT 0"), ("active", "INTEGER NOT NULL DEFAULT 1"),
-    ("compacted", "INTEGER NOT NULL DEFAULT 0"), ("api_content", "TEXT"),
+    ("session_id", "TEXT NOT NULL REFERENCES sessions(id)"),
+    ("role", "TEXT NOT NULL"),
+    ("content", "TEXT"),
+    ("tool_call_id", "TEXT"),
+    ("tool_calls", "TEXT"),
+    ("tool_name", "TEXT"),
+    ("effect_disposition", "TEXT"),
+    ("timestamp", "REAL NOT NULL"),
+    ("token_count", "INTEGER"),
+    ("finish_reason", "TEXT"),
+    ("reasoning", "TEXT"),
+    ("reasoning_content", "TEXT"),
+    ("reasoning_details", "TEXT"),
+    ("codex_reasoning_items", "TEXT"),
+    ("codex_message_items", "TEXT"),
+    ("platform_message_id", "TEXT"),
+    ("observed", "INTEGER DEFAULT 0"),
+    ("active", "INTEGER NOT NULL DEFAULT 1"),
+    ("compacted", "INTEGER NOT NULL DEFAULT 0"),
+    ("api_content", "TEXT"),
 )
 
 
@@ -74,9 +114,7 @@ def _create_table_sql(table: str, columns: tuple[tuple[str, str], ...], extra: s
 
 _SCHEMA_STATEMENTS = (
     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
-    _create_table_sql(
-        "sessions", _SESSION_COLUMNS, ",\n    FOREIGN KEY (parent_session_id) REFERENCES sessions(id)"
-    ),
+    _create_table_sql("sessions", _SESSION_COLUMNS, ",\n    FOREIGN KEY (parent_session_id) REFERENCES sessions(id)"),
     _create_table_sql("messages", _MESSAGE_COLUMNS),
     # Same name and definition as Hermes', so its own `IF NOT EXISTS` finds it already there.
     "CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_title_unique ON sessions(title) WHERE title IS NOT NULL",
@@ -100,11 +138,7 @@ def find_bot_chat(profile_dir: Path) -> dict[str, Any] | None:
 
 def is_bot_chat(row: dict[str, Any]) -> bool:
     """A `Bot Chat` row counts unless it is a kanban/tool run or archived (retired)."""
-    return (
-        row.get("title") == BOT_CHAT_TITLE
-        and (row.get("source") or "") not in NON_CHAT_SOURCES
-        and not row.get("archived")
-    )
+    return row.get("title") == BOT_CHAT_TITLE and (row.get("source") or "") not in NON_CHAT_SOURCES and not row.get("archived")
 
 
 def _title_row_if_table(conn: sqlite3.Connection) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from controller.errors import SourceError
 
@@ -33,8 +34,12 @@ _TEMP_PREFIXES = (".#", "#", ".~")
 
 def is_editor_temp(path: str) -> bool:
     name = os.path.basename(path)
-    return (name.endswith(_TEMP_SUFFIXES) or name.startswith(_TEMP_PREFIXES) or name == "4913"
-            or (name.startswith(".") and not name.endswith((".yaml", ".yml", ".json"))))
+    return (
+        name.endswith(_TEMP_SUFFIXES)
+        or name.startswith(_TEMP_PREFIXES)
+        or name == "4913"
+        or (name.startswith(".") and not name.endswith((".yaml", ".yml", ".json")))
+    )
 
 
 class LocalSource:
@@ -89,7 +94,7 @@ class GitSource:
             env["GIT_SSH_COMMAND"] = f"ssh -i {shlex.quote(self.ssh_key)} -o IdentitiesOnly=yes -o BatchMode=yes"
         return env
 
-    def _repo(self):  # type: ignore[no-untyped-def]
+    def _repo(self) -> Any:
         import git
 
         if (self.checkout / ".git").is_dir():
@@ -114,13 +119,15 @@ class GitSource:
             lines = [ln for ln in lines if ln]
             fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]  # git's own reason
             detail = fatal[0] if fatal else (lines[-1] if lines else str(exc))
-            raise SourceError(f"git {self.url} ({self.ref}): {detail}",
-                              hint="check the URL, the ref and the credentials; the last good revision stays "
-                              "applied") from None
+            raise SourceError(
+                f"git {self.url} ({self.ref}): {detail}",
+                hint="check the URL, the ref and the credentials; the last good revision stays applied",
+            ) from None
         folder = self.checkout / self.subpath
         if not folder.exists():
-            raise SourceError(f"{self.subpath!r} does not exist in {self.url} at {commit[:12]}",
-                              hint="check --path", transient=False)
+            raise SourceError(
+                f"{self.subpath!r} does not exist in {self.url} at {commit[:12]}", hint="check --path", transient=False
+            )
         return Snapshot([str(folder)], True, commit, f"git {self.url}@{self.ref}")
 
     def _resolve(self, repo) -> str:  # type: ignore[no-untyped-def]
@@ -139,4 +146,5 @@ class GitSource:
                 f"the history of {self.url} ({self.ref}) was rewritten: the applied revision "
                 f"{str(self.last_good)[:12]} is not an ancestor of {commit[:12]} (force push?)",
                 hint="the last good revision stays applied; pass --allow-history-rewrite to accept the new history",
-                transient=False)
+                transient=False,
+            )

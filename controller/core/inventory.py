@@ -73,11 +73,21 @@ class Inventory:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schemaVersion": SCHEMA_VERSION, "fleet": self.fleet, "salt": self.salt,
-            "last_apply": self.last_apply, "history": self.history[-HISTORY_KEPT:], "objects": self.objects,
+            "schemaVersion": SCHEMA_VERSION,
+            "fleet": self.fleet,
+            "salt": self.salt,
+            "last_apply": self.last_apply,
+            "history": self.history[-HISTORY_KEPT:],
+            "objects": self.objects,
         }
 
     @classmethod
     def from_json(cls, fleet: str, data: dict[str, Any]) -> Inventory:
-        return cls(fleet=fleet, salt=str(data.get("salt") or new_salt()), objects=data["objects"],
-                   last_apply=data.get("last_apply"), history=list(data.get("history") or []), exists=True)
+        return cls(
+            fleet=fleet,
+            salt=str(data.get("salt") or new_salt()),
+            objects=data["objects"],
+            last_apply=data.get("last_apply"),
+            history=list(data.get("history") or []),
+            exists=True,
+        )

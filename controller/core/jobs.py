@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,8 +23,24 @@ SAFE_ROUTINE_MARKER = "[bot-mode:routine:v2] "
 ONESHOT_GRACE_SECONDS = 120  # Hermes refuses a one-shot further in the past than this
 # The job fields a routine manages; every other field (next_run_at, last_*, repeat.completed,
 # claims, snapshots, origin, created_at, unknown keys) belongs to Hermes and is kept as it is.
-MANAGED = ("name", "prompt", "schedule", "skills", "model", "provider", "base_url", "script", "no_agent",
-           "context_from", "enabled_toolsets", "workdir", "deliver", "repeat", "paused", "paused_reason")
+MANAGED = (
+    "name",
+    "prompt",
+    "schedule",
+    "skills",
+    "model",
+    "provider",
+    "base_url",
+    "script",
+    "no_agent",
+    "context_from",
+    "enabled_toolsets",
+    "workdir",
+    "deliver",
+    "repeat",
+    "paused",
+    "paused_reason",
+)
 
 
 def job_name(bot: str, title: str) -> str:
@@ -39,7 +56,7 @@ def routine_prompt(bot: str, title: str, instruction: str) -> str:
     if bot == DEFAULT_PROFILE or not instruction:
         return instruction
     return (
-        f'{SAFE_ROUTINE_MARKER}You are running the scheduled routine "{title}" for agent \'{bot}\'. '
+        f"{SAFE_ROUTINE_MARKER}You are running the scheduled routine \"{title}\" for agent '{bot}'. "
         "Execute it AS that agent so the run lands in its own history: run this in the terminal and relay "
         f"the output:\n\nhermes -p {_quote(bot)} chat -c {_quote('Routine: ' + title)} "
         f"-q {_quote('[Scheduled routine] ' + instruction)}\n\nIf the command fails, report the error instead."
@@ -95,10 +112,10 @@ def desired_fields(bot: str, routine: Routine) -> dict[str, Any]:
     }
 
 
-def live_fields(job: dict[str, Any]) -> dict[str, Any]:
+def live_fields(job: Mapping[str, Any]) -> dict[str, Any]:
     """The same managed fields read back from a job record (as Hermes would interpret it)."""
-    schedule = job.get("schedule") if isinstance(job.get("schedule"), dict) else {}
-    repeat = job.get("repeat") if isinstance(job.get("repeat"), dict) else {}
+    schedule = v if isinstance(v := job.get("schedule"), dict) else {}
+    repeat = v if isinstance(v := job.get("repeat"), dict) else {}
     paused = job.get("enabled") is False or job.get("state") == "paused"
     skills = job.get("skills")
     if not isinstance(skills, list):
@@ -138,8 +155,10 @@ def next_run(routine: Routine, now: datetime) -> str | None:
         return (now + timedelta(minutes=parsed.minutes or 0)).isoformat()
     run_at = parsed.run_at or now + timedelta(minutes=parsed.relative_minutes or 0)
     if run_at < now - timedelta(seconds=ONESHOT_GRACE_SECONDS):
-        raise RefusedValue(f"the one-shot time {routine.schedule!r} is more than {ONESHOT_GRACE_SECONDS} s in the "
-                         "past; Hermes would never run it (set a future time or remove the routine)")
+        raise RefusedValue(
+            f"the one-shot time {routine.schedule!r} is more than {ONESHOT_GRACE_SECONDS} s in the "
+            "past; Hermes would never run it (set a future time or remove the routine)"
+        )
     return run_at.isoformat()
 
 
@@ -188,14 +207,25 @@ def new_job(bot: str, routine: Routine, now: datetime) -> dict[str, Any]:
 def update_job(job: dict[str, Any], bot: str, routine: Routine, changed: set[str], now: datetime) -> None:
     """Set the changed managed fields on a live job in place; runtime fields stay Hermes'."""
     fields = desired_fields(bot, routine)
-    for key in changed & {"name", "prompt", "model", "provider", "base_url", "script", "no_agent",
-                          "context_from", "enabled_toolsets", "workdir", "deliver"}:
+    for key in changed & {
+        "name",
+        "prompt",
+        "model",
+        "provider",
+        "base_url",
+        "script",
+        "no_agent",
+        "context_from",
+        "enabled_toolsets",
+        "workdir",
+        "deliver",
+    }:
         job[key] = fields[key]
     if "skills" in changed:
         job["skills"] = fields["skills"]
         job["skill"] = fields["skills"][0] if fields["skills"] else None
     if "repeat" in changed:
-        repeat = job.get("repeat") if isinstance(job.get("repeat"), dict) else {}
+        repeat = v if isinstance(v := job.get("repeat"), dict) else {}
         job["repeat"] = {**repeat, "times": fields["repeat"], "completed": repeat.get("completed", 0)}
     if "schedule" in changed:
         parsed = schedules.parse(routine.schedule, tz=now.tzinfo)

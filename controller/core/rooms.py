@@ -23,8 +23,13 @@ from controller.manifests.desired import DesiredState
 REQUIRED_METHODS = ("groups.list", "groups.state", "groups.create", "groups.rename", "groups.disband")
 MEMBERS_METHOD = "groups.members.update"
 POLICY_METHOD = "groups.policy.update"
-DEFAULT_POLICY = {"mode": "legacy_bounded", "default_responder": "all", "leader_member_id": None,
-                  "max_turns_per_window": 10, "window_seconds": 60}
+DEFAULT_POLICY = {
+    "mode": "legacy_bounded",
+    "default_responder": "all",
+    "leader_member_id": None,
+    "max_turns_per_window": 10,
+    "window_seconds": 60,
+}
 PRUNE_CANCEL_ID = "hermes-fleet-prune"
 
 
@@ -62,8 +67,10 @@ def capability_problem(view: GatewayView) -> str:
     """Why this gateway cannot own rooms at all ("" when it can)."""
     missing = [m for m in REQUIRED_METHODS if m not in view.methods]
     if missing:
-        return (f"the gateway at {view.origin} cannot own rooms: it does not offer {', '.join(missing)}; update "
-                "Hermes on that machine (`hermes update`) and restart its gateway")
+        return (
+            f"the gateway at {view.origin} cannot own rooms: it does not offer {', '.join(missing)}; update "
+            "Hermes on that machine (`hermes update`) and restart its gateway"
+        )
     return ""
 
 
@@ -89,7 +96,7 @@ def live_who_answers(room: Mapping[str, Any]) -> str:
     responder = policy.get("default_responder", "all")
     if responder == "leader":
         by_id = {v: k for k, v in local_members(room).items()}
-        return f"lead:{by_id.get(policy.get('leader_member_id'), '?')}"
+        return f"lead:{by_id.get(str(policy.get('leader_member_id')), '?')}"
     return {"all": "everyone", "mentions_only": "auto"}.get(responder, f"({responder})")
 
 
@@ -111,8 +118,7 @@ def desired_policy(who: str, member_ids: Mapping[str, str], live: Mapping[str, A
 
 
 def member(profile: str, member_id: str) -> dict[str, Any]:
-    return {"member_id": member_id, "profile": profile, "handle": profile,
-            "target": {"kind": "local", "profile": profile}}
+    return {"member_id": member_id, "profile": profile, "handle": profile, "target": {"kind": "local", "profile": profile}}
 
 
 def event_id(op: str, room_id: str, revision: int, payload: Any) -> str:
@@ -133,8 +139,9 @@ def groups_of(record: Mapping[str, Any] | None) -> list[str]:
     return [str(legacy)] if isinstance(legacy, str) and legacy else []
 
 
-def edit_groups(groups: list[str], *, add: str | None = None, remove: tuple[str, ...] = (),
-                rename: tuple[str, str] | None = None) -> list[str]:
+def edit_groups(
+    groups: list[str], *, add: str | None = None, remove: tuple[str, ...] = (), rename: tuple[str, str] | None = None
+) -> list[str]:
     """Only the names given are touched; order and every other name are kept."""
     out = list(groups)
     if rename and rename[0] in out and rename[1] not in out:
@@ -142,8 +149,7 @@ def edit_groups(groups: list[str], *, add: str | None = None, remove: tuple[str,
     out = [g for g in out if g not in remove]
     if add and add not in out:
         out.append(add)
-    seen: set[str] = set()
-    return [g for g in out if not (g in seen or seen.add(g))]
+    return list(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)

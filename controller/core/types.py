@@ -301,6 +301,20 @@ class Inputs:
 
 
 __all__ = [
-    "DEFAULT_PROFILE", "WRITING_ACTIONS", "Action", "FieldChange", "GatewayView", "Inputs", "Kind", "LiveProfile",
-    "ObjectChange", "Observed", "Op", "Options", "Plan", "Reason", "RunResult", "absent_profile",
+    "DEFAULT_PROFILE",
+    "WRITING_ACTIONS",
+    "Action",
+    "FieldChange",
+    "GatewayView",
+    "Inputs",
+    "Kind",
+    "LiveProfile",
+    "ObjectChange",
+    "Observed",
+    "Op",
+    "Options",
+    "Plan",
+    "Reason",
+    "RunResult",
+    "absent_profile",
 ]

@@ -22,6 +22,7 @@ from controller.adapters.home import profile_dir
 from controller.core import rooms
 from controller.core.inventory import INSTALL_KEY, Inventory, split_key
 from controller.core.types import GatewayView, LiveProfile, Observed
+from controller.engine import records
 from controller.errors import ControllerError, RefusedValue, SecretUnavailable
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
 from controller.manifests import references
@@ -31,8 +32,7 @@ T = TypeVar("T")
 ROOM_PAGE = 500
 
 
-def observe(root: Path, state: DesiredState, inventory: Inventory,
-            gateway: gw.GatewayOptions | None = None) -> Observed:
+def observe(root: Path, state: DesiredState, inventory: Inventory, gateway: gw.GatewayOptions | None = None) -> Observed:
     """Everything a plan of `state` looks at, read once (read-only)."""
     names = set(state.bots) | set(inventory.owned_bots())
     live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots)}
@@ -49,10 +49,19 @@ def observe(root: Path, state: DesiredState, inventory: Inventory,
         if error:
             secret_errors[owner] = error
     avatars = {name: image_digest(bot.avatar_image) for name, bot in state.bots.items() if bot.avatar_image}
-    return Observed(live=live, env_values=env_values, secret_keys=secret_keys, secret_errors=secret_errors,
-                    avatars=avatars, foreign=foreign, foreign_install=foreign_install, jobs=jobs,
-                    job_errors=job_errors, timezones=timezones,
-                    rooms=observe_rooms(root, gateway) if rooms.needed(state, inventory) else None)
+    return Observed(
+        live=live,
+        env_values=env_values,
+        secret_keys=secret_keys,
+        secret_errors=secret_errors,
+        avatars=avatars,
+        foreign=foreign,
+        foreign_install=foreign_install,
+        jobs=jobs,
+        job_errors=job_errors,
+        timezones=timezones,
+        rooms=observe_rooms(root, gateway) if rooms.needed(state, inventory) else None,
+    )
 
 
 # --- profiles -------------------------------------------------------------------------------------
@@ -74,15 +83,23 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True) -> Liv
     avatar, avatar_files = _read_avatar(path)
     bot_chat = with_bot_chat and _read(errors, path, lambda: sessions.find_bot_chat(path)) is not None
     return LiveProfile(
-        name=name, path=path, exists=True, tombstoned=tombstoned,
+        name=name,
+        path=path,
+        exists=True,
+        tombstoned=tombstoned,
         marker=inventory_file.read_marker(root, name) if name != DEFAULT_PROFILE else None,
         config=config.as_dict() if config is not None else None,
         config_exists=bool(config is not None and config.exists),
-        env={key: value for key in env.keys() if (value := env.get(key)) is not None} if env is not None else None,
+        env=env.as_dict() if env is not None else None,
         description=meta.description if meta is not None else None,
         display_name=meta.display_name if meta is not None else None,
         meta=meta.bot_record() if meta is not None else None,
-        soul=soul, avatar=avatar, avatar_files=avatar_files, bot_chat=bot_chat, errors=tuple(errors))
+        soul=soul,
+        avatar=avatar,
+        avatar_files=avatar_files,
+        bot_chat=bot_chat,
+        errors=tuple(errors),
+    )
 
 
 def _refuse_escape(root: Path, path: Path) -> None:
@@ -141,8 +158,9 @@ def image_digest(path: str) -> tuple[str, str]:
 # --- routines -------------------------------------------------------------------------------------
 
 
-def _observe_routines(root: Path, state: DesiredState, inventory: Inventory, live: Mapping[str, LiveProfile]) -> tuple[
-        dict[str, tuple[Mapping[str, Any], ...]], dict[str, str], dict[str, tzinfo | None]]:
+def _observe_routines(
+    root: Path, state: DesiredState, inventory: Inventory, live: Mapping[str, LiveProfile]
+) -> tuple[dict[str, tuple[Mapping[str, Any], ...]], dict[str, str], dict[str, tzinfo | None]]:
     """Each bot's own cron store, and the Hermes `timezone` its scheduler uses."""
     jobs: dict[str, tuple[Mapping[str, Any], ...]] = {}
     errors: dict[str, str] = {}
@@ -210,7 +228,7 @@ def _foreign(root: Path, fleet: str) -> tuple[dict[str, str], dict[str, str]]:
     for other in inventory_file.all_fleets(root):
         if other == fleet:
             continue
-        theirs = inventory_file.load(root, other)
+        theirs = records.load(root, other)
         for key in theirs.objects:
             objects.setdefault(key, other)
         for field in theirs.applied(INSTALL_KEY):
@@ -239,9 +257,11 @@ def observe_rooms(root: Path, options: gw.GatewayOptions | None) -> GatewayView:
             return GatewayView(origin=session.label, capabilities=caps, rooms=found)
     except gw.GatewayIncompatible as exc:
         if exc.code == -32601 and exc.method == "groups.capabilities":
-            return GatewayView(error="gateway too old: it has no groups.capabilities (Hermes 0.19 or older); update "
-                               "Hermes on the machine that runs this home's gateway (`hermes update`), then restart "
-                               "the gateway (`hermes gateway restart`)")
+            return GatewayView(
+                error="gateway too old: it has no groups.capabilities (Hermes 0.19 or older); update "
+                "Hermes on the machine that runs this home's gateway (`hermes update`), then restart "
+                "the gateway (`hermes gateway restart`)"
+            )
         return GatewayView(error=f"pending: gateway unusable: {exc}")
     except gw.GatewayError as exc:
         return GatewayView(error=f"pending: gateway unreachable: {exc}")

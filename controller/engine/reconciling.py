@@ -17,9 +17,11 @@ from controller.adapters import inventory as inventory_file
 from controller.adapters import locking
 from controller.core import planning
 from controller.core.types import Inputs, Options, Plan, RunResult
-from controller.engine import applying, observing
+from controller.engine import applying, observing, records
 from controller.errors import ConflictError
 from controller.manifests.desired import DesiredState
+
+NO_OPTIONS = Options()
 
 
 @dataclass
@@ -31,10 +33,11 @@ class Planned:
     files: list[str]
 
 
-def plan_home(root: Path, state: DesiredState, files: list[str], *, options: Options = Options(),
-              gateway: gw.GatewayOptions | None = None) -> Planned:
+def plan_home(
+    root: Path, state: DesiredState, files: list[str], *, options: Options = NO_OPTIONS, gateway: gw.GatewayOptions | None = None
+) -> Planned:
     """Observe and plan; writes nothing (the gateway is only read)."""
-    inventory = inventory_file.load(root, state.fleet)
+    inventory = records.load(root, state.fleet)
     observed = observing.observe(root, state, inventory, gateway)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
     return Planned(root, state, inputs, planning.plan(inputs), files)
@@ -42,17 +45,25 @@ def plan_home(root: Path, state: DesiredState, files: list[str], *, options: Opt
 
 def conflict_error(planned: Planned) -> ConflictError:
     names = ", ".join(c.key for c in planned.plan.conflicts)
-    return ConflictError(f"apply refused, nothing was changed: conflict on {names}",
-                         hint="see the reasons above (--adopt takes over unmanaged profiles; --yes "
-                         "confirms a large prune)")
+    return ConflictError(
+        f"apply refused, nothing was changed: conflict on {names}",
+        hint="see the reasons above (--adopt takes over unmanaged profiles; --yes confirms a large prune)",
+    )
 
 
-def apply_once(root: Path, state: DesiredState, files: list[str], *, options: Options = Options(),
-               lock_timeout: float = 10.0, revision: str | None = None,
-               before_apply: Callable[[Planned], None] | None = None,
-               on_conflict: Callable[[Planned], None] | None = None,
-               should_stop: Callable[[], bool] | None = None,
-               gateway: gw.GatewayOptions | None = None) -> tuple[Planned, applying.ApplyResult]:
+def apply_once(
+    root: Path,
+    state: DesiredState,
+    files: list[str],
+    *,
+    options: Options = NO_OPTIONS,
+    lock_timeout: float = 10.0,
+    revision: str | None = None,
+    before_apply: Callable[[Planned], None] | None = None,
+    on_conflict: Callable[[Planned], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    gateway: gw.GatewayOptions | None = None,
+) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written."""
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
@@ -74,15 +85,19 @@ def apply_once(root: Path, state: DesiredState, files: list[str], *, options: Op
     return planned, results
 
 
-def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult, *,
-                     revision: str | None = None) -> None:
+def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult, *, revision: str | None = None) -> None:
     inventory = planned.inputs.inventory
     failed = bool(results.failed or planned.plan.errors or results.abandoned)
-    record = {"at": inventory_file.now_iso(), "digest": planned.state.digest, "manifests": planned.files,
-              "result": RunResult.PARTIAL.value if failed else RunResult.OK.value, "changed": len(results.done),
-              "failed": len(results.failed) + len(planned.plan.errors)}
+    record = {
+        "at": inventory_file.now_iso(),
+        "digest": planned.state.digest,
+        "manifests": planned.files,
+        "result": RunResult.PARTIAL.value if failed else RunResult.OK.value,
+        "changed": len(results.done),
+        "failed": len(results.failed) + len(planned.plan.errors),
+    }
     if revision:
         record["revision"] = revision
     inventory.last_apply = record
     inventory.history.append(record)
-    inventory_file.save(root, inventory)  # always: the run itself is history, even when nothing changed
+    records.save(root, inventory)  # always: the run itself is history, even when nothing changed

@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import fsio
-from controller.adapters import inventory as inventory_file
 from controller.adapters.home import state_dir
 from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
 from controller.core.types import WRITING_ACTIONS, RunResult
 from controller.core.types import Options as PlanOptions
-from controller.engine import reconciling
+from controller.engine import reconciling, records
 from controller.errors import ConflictError, ControllerError, LockHeld, SourceError
 from controller.manifests import desired, reading
 
@@ -117,21 +116,22 @@ class Metrics:
             self.last_success = time.time()
 
     def render(self) -> str:
-        lines = ["# HELP hermes_fleet_reconcile_total Reconcile runs by result.",
-                 "# TYPE hermes_fleet_reconcile_total counter"]
+        lines = ["# HELP hermes_fleet_reconcile_total Reconcile runs by result.", "# TYPE hermes_fleet_reconcile_total counter"]
         lines += [f'hermes_fleet_reconcile_total{{result="{k}"}} {v}' for k, v in sorted(self.runs.items())]
-        lines += ["# HELP hermes_fleet_last_success_timestamp_seconds Last run that ended converged or reported.",
-                  "# TYPE hermes_fleet_last_success_timestamp_seconds gauge",
-                  f"hermes_fleet_last_success_timestamp_seconds {self.last_success:.3f}",
-                  "# HELP hermes_fleet_last_run_seconds Duration of the last run.",
-                  "# TYPE hermes_fleet_last_run_seconds gauge",
-                  f"hermes_fleet_last_run_seconds {self.last_seconds:.6f}",
-                  "# HELP hermes_fleet_drifted_objects Objects that differ from the manifests.",
-                  "# TYPE hermes_fleet_drifted_objects gauge",
-                  f"hermes_fleet_drifted_objects {self.drifted}",
-                  "# HELP hermes_fleet_stalled 1 while waiting for the source to change (invalid or conflicting).",
-                  "# TYPE hermes_fleet_stalled gauge",
-                  f"hermes_fleet_stalled {self.stalled}"]
+        lines += [
+            "# HELP hermes_fleet_last_success_timestamp_seconds Last run that ended converged or reported.",
+            "# TYPE hermes_fleet_last_success_timestamp_seconds gauge",
+            f"hermes_fleet_last_success_timestamp_seconds {self.last_success:.3f}",
+            "# HELP hermes_fleet_last_run_seconds Duration of the last run.",
+            "# TYPE hermes_fleet_last_run_seconds gauge",
+            f"hermes_fleet_last_run_seconds {self.last_seconds:.6f}",
+            "# HELP hermes_fleet_drifted_objects Objects that differ from the manifests.",
+            "# TYPE hermes_fleet_drifted_objects gauge",
+            f"hermes_fleet_drifted_objects {self.drifted}",
+            "# HELP hermes_fleet_stalled 1 while waiting for the source to change (invalid or conflicting).",
+            "# TYPE hermes_fleet_stalled gauge",
+            f"hermes_fleet_stalled {self.stalled}",
+        ]
         return "\n".join(lines) + "\n"
 
 
@@ -160,9 +160,17 @@ class Reconciler:
         run.seconds = round(time.monotonic() - started, 4)
         self.runs = [*self.runs, run][-KEEP_RUNS:]
         self.metrics.record(run)
-        self.log.event("reconciled", trigger=trigger, result=run.result, revision=run.revision[:16],
-                       changed=run.changed, failed=run.failed, drift=run.drift, seconds=run.seconds,
-                       message=run.message)
+        self.log.event(
+            "reconciled",
+            trigger=trigger,
+            result=run.result,
+            revision=run.revision[:16],
+            changed=run.changed,
+            failed=run.failed,
+            drift=run.drift,
+            seconds=run.seconds,
+            message=run.message,
+        )
         return run
 
     def _reconcile(self, trigger: str) -> Run:
@@ -181,8 +189,13 @@ class Reconciler:
         if result.errors or result.state is None:
             self.stalled_revision = snap.revision
             first = "; ".join(d.render() for d in result.errors[:3]) or "no manifest documents"
-            return Run(now, trigger, "stalled", snap.revision,
-                       message=f"invalid manifests, nothing applied ({len(result.errors)} error(s)): {first}")
+            return Run(
+                now,
+                trigger,
+                "stalled",
+                snap.revision,
+                message=f"invalid manifests, nothing applied ({len(result.errors)} error(s)): {first}",
+            )
         state = desired.for_host(result.state, reading.selected_host(self.options.host, result.state))
         self.fleet = state.fleet
         try:
@@ -208,7 +221,7 @@ class Reconciler:
 
     def _converge(self, now: str, trigger: str, snap: Snapshot, state: desired.DesiredState, files: list[str]) -> Run:
         opts = self.options
-        last = inventory_file.load(self.root, state.fleet).last_apply or {}
+        last = records.load(self.root, state.fleet).last_apply or {}
         manifests_changed = last.get("digest") != state.digest or last.get("revision", snap.revision) != snap.revision
         must_apply = opts.self_heal or manifests_changed or last.get("result") != RunResult.OK
         if not must_apply:
@@ -216,21 +229,43 @@ class Reconciler:
             drift = _changed_objects(planned)
             if drift:
                 self.log.event("drift_detected", objects=drift, hint="apply, or run watch with --self-heal")
-                return Run(now, trigger, "drift", snap.revision, state.digest, drift=drift,
-                           message=f"{len(drift)} object(s) differ from the manifests (reported, not corrected)")
+                return Run(
+                    now,
+                    trigger,
+                    "drift",
+                    snap.revision,
+                    state.digest,
+                    drift=drift,
+                    message=f"{len(drift)} object(s) differ from the manifests (reported, not corrected)",
+                )
             return Run(now, trigger, "in-sync", snap.revision, state.digest)
         planned, results = reconciling.apply_once(
-            self.root, state, files, options=self.plan_options, lock_timeout=opts.lock_timeout,
-            revision=snap.revision, should_stop=self.stop.is_set)
+            self.root,
+            state,
+            files,
+            options=self.plan_options,
+            lock_timeout=opts.lock_timeout,
+            revision=snap.revision,
+            should_stop=self.stop.is_set,
+        )
         failed = len(results.failed) + len(planned.plan.errors)
         if results.abandoned:
-            return Run(now, trigger, "interrupted", snap.revision, state.digest, len(results.done), failed,
-                       message="stopped between two objects on request; the next run finishes the job")
+            return Run(
+                now,
+                trigger,
+                "interrupted",
+                snap.revision,
+                state.digest,
+                len(results.done),
+                failed,
+                message="stopped between two objects on request; the next run finishes the job",
+            )
         if failed:
             causes = [f"{o.change.key}: {o.error}" for o in results.failed]
             causes += [f"{c.key}: {c.reason}" for c in planned.plan.errors]
-            return Run(now, trigger, "partial", snap.revision, state.digest, len(results.done), failed,
-                       message="; ".join(causes[:3]))
+            return Run(
+                now, trigger, "partial", snap.revision, state.digest, len(results.done), failed, message="; ".join(causes[:3])
+            )
         result = "applied" if results.outcomes else "in-sync"
         return Run(now, trigger, result, snap.revision, state.digest, len(results.done))
 
@@ -239,16 +274,22 @@ class Reconciler:
     def write_status(self) -> None:
         last = self.runs[-1] if self.runs else None
         payload = {
-            "schemaVersion": 1, "pid": os.getpid(), "source": getattr(self.source, "url", None) or " ".join(
-                getattr(self.source, "paths", [])),
-            "fleet": self.fleet, "host": self.options.host,
-            "mode": "self-heal" if self.options.self_heal else "report", "interval": self.options.interval,
+            "schemaVersion": 1,
+            "pid": os.getpid(),
+            "source": getattr(self.source, "url", None) or " ".join(getattr(self.source, "paths", [])),
+            "fleet": self.fleet,
+            "host": self.options.host,
+            "mode": "self-heal" if self.options.self_heal else "report",
+            "interval": self.options.interval,
             "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "last_result": last.result if last else None, "last_revision": last.revision if last else None,
-            "last_good_revision": self.last_good_revision, "message": last.message if last else "",
+            "last_result": last.result if last else None,
+            "last_revision": last.revision if last else None,
+            "last_good_revision": self.last_good_revision,
+            "message": last.message if last else "",
             "drift": last.drift if last else [],
             "next_run_at": datetime.fromtimestamp(self.next_run_at, UTC).isoformat(timespec="seconds")
-            if self.next_run_at else None,
+            if self.next_run_at
+            else None,
             "runs": [asdict(r) for r in self.runs],
         }
         path = state_dir(self.root) / STATUS_FILE
@@ -317,9 +358,16 @@ class Reconciler:
         def relevant(_change: Any, path: str) -> bool:
             return self.relevant(path)
 
-        for changes in watchfiles.watch(*roots, watch_filter=relevant, stop_event=self.stop,
-                                        debounce=self.options.debounce_ms, step=50, raise_interrupt=False,
-                                        rust_timeout=500, yield_on_timeout=False):
+        for changes in watchfiles.watch(
+            *roots,
+            watch_filter=relevant,
+            stop_event=self.stop,
+            debounce=self.options.debounce_ms,
+            step=50,
+            raise_interrupt=False,
+            rust_timeout=500,
+            yield_on_timeout=False,
+        ):
             files = sorted({os.path.basename(p) for _, p in changes})
             self.log.event("source_changed", files=files)
             self.wake.set()
@@ -336,8 +384,10 @@ def reconciler_lock(root: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            raise ConflictError(f"another hermes-fleet watch is running on {root} (pid {holder})",
-                                hint="stop it first; two reconcilers on one home would fight") from None
+            raise ConflictError(
+                f"another hermes-fleet watch is running on {root} (pid {holder})",
+                hint="stop it first; two reconcilers on one home would fight",
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
@@ -354,6 +404,7 @@ def read_status(root: Path) -> dict[str, Any] | None:
         return json.loads((state_dir(root) / STATUS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
 
 def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
     """Carry the last good revision over a restart, so a force-push made meanwhile is still caught."""
@@ -403,4 +454,3 @@ def start_health(port: int, reconciler: Reconciler, log: Log) -> Any:
     threading.Thread(target=server.serve_forever, name="hermes-fleet-health", daemon=True).start()
     log.event("health_listening", address=f"http://127.0.0.1:{server.server_address[1]}")
     return server
-

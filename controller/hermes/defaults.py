@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-
 # hermes_cli/config.py DEFAULT_CONFIG (0.19.0, _config_version 33), flattened to dotted keys.
 HERMES_0_19_DEFAULTS: dict[str, Any] = {
     "checkpoints.enabled": False,
@@ -48,7 +47,7 @@ HERMES_0_19_READER_DEFAULTS: dict[str, Any] = {
     "skills.disabled": [],
 }
 
-# Bot Mode keys from hermes-agent main; 0.19.0 has none of them (hermes-formats.md section B).
+# Bot Mode keys from hermes-agent main; 0.19.0 has none of them (docs/hermes/bot-mode.md#loop-guard).
 MAIN_BOT_MODE_DEFAULTS: dict[str, Any] = {
     "agent.bot_mode_protocol": True,
     "gateway.bot_loop_guard.enabled": True,

@@ -1,7 +1,7 @@
 """Hermes' naming rules, offline: profile names, Bot Mode @-mention forms, peer env keys.
 
-Facts: hermes-formats.md section A (profile names), bot-mode-state.md section 4 (mention forms,
-`mentionNameForms` / `alias_forms`), section H (peer key names). Pure functions; used by
+Facts: docs/hermes/home.md#names (profile names), docs/hermes/bot-mode.md#mentions (mention forms,
+`mentionNameForms` / `alias_forms`), docs/hermes/files.md#env-keys (peer key names). Pure functions; used by
 validation and by the convergers.
 """
 
@@ -9,21 +9,17 @@ from __future__ import annotations
 
 import re
 
-from controller.hermes import DEFAULT_PROFILE
-
 PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 # `hermes profile create` refuses these; `default` is the root profile and may only be described.
 RESERVED_PROFILE_NAMES = frozenset({"hermes", "default", "test", "tmp", "root", "sudo"})
-# Mention forms never used as a bot tag (bot-mode-state.md section 4, step 4).
+# Mention forms never used as a bot tag (docs/hermes/bot-mode.md#mentions).
 RESERVED_MENTIONS = frozenset({"all", "everyone", "user", "default", "hermes"})
 _SLUG_RUN = re.compile(r"[^a-z0-9_-]+")
 _COLLAPSE = re.compile(r"[^a-z0-9_-]")
 _MENTION = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 # Keys whose values are secrets: a literal value for one of these in a manifest is an error.
-_SECRET_LAST = frozenset(
-    {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PAT", "CREDENTIALS", "AUTHORIZATION", "APIKEY"}
-)
+_SECRET_LAST = frozenset({"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PAT", "CREDENTIALS", "AUTHORIZATION", "APIKEY"})
 _SECRET_ANY = frozenset({"SECRET", "PASSWORD", "PASSWD"})
 _SEGMENTS = re.compile(r"[._\-]+")
 

@@ -1,7 +1,7 @@
 """Hermes' cron schedule grammar, checked offline (pure; no clock but the one passed in).
 
 Mirrors `parse_schedule` / `parse_duration` of hermes-agent 0.19.0 `cron/jobs.py`
-(hermes-formats.md section E): `every <N><unit>`, a 5-field numeric cron expression validated by
+(docs/hermes/cron.md#schedule-grammar): `every <N><unit>`, a 5-field numeric cron expression validated by
 croniter, an ISO timestamp (one-shot), or a bare duration (one-shot from now). Used by validation
 (error messages, frequency warnings, next run times) and by the routines converger.
 """

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from controller.manifests.models import Avatar, Bot, BotDefaults, Peer, Room, Routine, SecretRef, Section
-from controller.hermes.naming import DEFAULT_PROFILE
 
 # Config subtrees compared and owned as a whole value (not leaf by leaf).
 ATOMIC_PREFIXES = ("mcp_servers.",)
@@ -120,7 +119,7 @@ def section_id(fleet: str, name: str) -> str:
 
 
 def avatar_meta(avatar: Avatar) -> dict[str, Any]:
-    """ui_meta hermes-bots keys for an avatar (bot-mode-state.md section 1, Avatars)."""
+    """ui_meta hermes-bots keys for an avatar (docs/hermes/bot-mode.md#avatars)."""
     kind = avatar.resolved_kind
     if kind == "image":
         return {"imageKind": "photo", "custom": True}
@@ -240,7 +239,8 @@ def _json_default(value: Any) -> Any:
 
 
 def uses_hosts(state: DesiredState) -> bool:
-    return any(x.host for x in (*state.bots.values(), *state.rooms.values(), *state.peers.values()))
+    hosts = [b.host for b in state.bots.values()] + [r.host for r in state.rooms.values()]
+    return any(hosts) or any(p.host for p in state.peers.values())
 
 
 def for_host(state: DesiredState, host: str | None) -> DesiredState:
@@ -251,11 +251,20 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
     rooms = {n: r for n, r in state.rooms.items() if r.host in (None, host)}
     peers = {n: p for n, p in state.peers.items() if p.host in (None, host)}
     gone = set(state.peers) - set(peers)
-    install_config = {k: v for k, v in state.install_config.items()
-                      if not (k.startswith("bot_peers.") and k.split(".")[1] in gone)}
+    install_config = {
+        k: v for k, v in state.install_config.items() if not (k.startswith("bot_peers.") and k.split(".")[1] in gone)
+    }
     from controller.hermes.naming import peer_env_key
 
     dropped_keys = {peer_env_key(p) for p in gone}
     install_env = {k: v for k, v in state.install_env.items() if k not in dropped_keys}
-    return DesiredState(fleet=state.fleet, bots=bots, sections=state.sections, rooms=rooms, peers=peers,
-                        install_config=install_config, install_env=install_env, digest=state.digest)
+    return DesiredState(
+        fleet=state.fleet,
+        bots=bots,
+        sections=state.sections,
+        rooms=rooms,
+        peers=peers,
+        install_config=install_config,
+        install_env=install_env,
+        digest=state.digest,
+    )

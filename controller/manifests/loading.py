@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.diagnostics import Diagnostic, format_path
+from controller.diagnostics import Diagnostic
 from controller.errors import UsageError
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -83,8 +83,7 @@ def discover(paths: list[str], *, recursive: bool = False, skip: Path | None = N
             found.append(str(path))
         else:
             raise UsageError(f"{raw}: no such file or folder", hint="check the -f path")
-    seen: set[str] = set()
-    unique = [f for f in found if not (f in seen or seen.add(f))]
+    unique = list(dict.fromkeys(found))
     if not unique:
         raise UsageError(
             f"no manifest files (*.yaml, *.yml, *.json) found in {', '.join(paths)}",
@@ -96,8 +95,7 @@ def discover(paths: list[str], *, recursive: bool = False, skip: Path | None = N
 def _files_in(folder: Path, recursive: bool, skip: Path | None = None) -> Iterator[str]:
     if recursive:
         for root, dirs, files in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".")
-                             and (skip is None or (Path(root) / d).resolve() != skip))
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and (skip is None or (Path(root) / d).resolve() != skip))
             for name in sorted(files):
                 if name.endswith(MANIFEST_SUFFIXES) and not name.startswith("."):
                     yield str(Path(root) / name)
@@ -140,23 +138,27 @@ def _read_text(name: str) -> str:
             if size > MAX_FILE_BYTES:
                 raise _FileProblem(
                     f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
-                    hint="split the fleet into several files or folders", code="too_large",
+                    hint="split the fleet into several files or folders",
+                    code="too_large",
                 )
             with open(name, "rb") as handle:
                 data = handle.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise _FileProblem(f"cannot read the file: {exc.strerror}", hint="check the path and permissions") from None
     if len(data) > MAX_FILE_BYTES:
-        raise _FileProblem(f"input is over the {MAX_FILE_BYTES:,}-byte limit", code="too_large",
-                           hint="split the fleet into several files")
+        raise _FileProblem(
+            f"input is over the {MAX_FILE_BYTES:,}-byte limit", code="too_large", hint="split the fleet into several files"
+        )
     if b"\x00" in data:
-        raise _FileProblem("this is a binary file, not YAML (it contains NUL bytes)", code="binary",
-                           hint="pass only manifest files with -f")
+        raise _FileProblem(
+            "this is a binary file, not YAML (it contains NUL bytes)", code="binary", hint="pass only manifest files with -f"
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise _FileProblem(f"not UTF-8 text (bad byte at offset {exc.start})", code="encoding",
-                           hint="save the file as UTF-8") from None
+        raise _FileProblem(
+            f"not UTF-8 text (bad byte at offset {exc.start})", code="encoding", hint="save the file as UTF-8"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -211,23 +213,27 @@ def _parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
         pos = max(0, min(int(exc.position), len(text)))
         line, column = text.count("\n", 0, pos) + 1, pos - (text.rfind("\n", 0, pos) + 1) + 1
         char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
-        raise _FileProblem(f"YAML does not allow the control character U+{char:04X} here", code="yaml",
-                           hint="remove it, or write it as an escape in a double-quoted string", line=line,
-                           column=column) from None
+        raise _FileProblem(
+            f"YAML does not allow the control character U+{char:04X} here",
+            code="yaml",
+            hint="remove it, or write it as an escape in a double-quoted string",
+            line=line,
+            column=column,
+        ) from None
     except RecursionError:
-        raise _FileProblem(f"nesting is deeper than {MAX_DEPTH} levels", code="yaml",
-                           hint="flatten the document") from None
+        raise _FileProblem(f"nesting is deeper than {MAX_DEPTH} levels", code="yaml", hint="flatten the document") from None
     return documents
 
 
 def _loader_class() -> Any:
+    Base: Any
     try:
         from ruamel.yaml.cyaml import CBaseLoader as Base  # C composer: ~10x faster
     except ImportError:  # pragma: no cover - pure-Python fallback (no ruamel.yaml.clib)
         from ruamel.yaml.loader import BaseLoader as Base
     from ruamel.yaml.nodes import ScalarNode, SequenceNode
 
-    class Loader(Base):  # type: ignore[misc, valid-type]
+    class Loader(Base):
         """The base loader without path resolution: our constructor resolves plain scalars itself,
         so the composer's per-node resolver calls (half a million for 10,000 bots) do nothing."""
 
@@ -298,7 +304,8 @@ class _Budget:
         if self.used > self.limit:
             raise _LoadProblem(
                 f"the document expands to more than {self.limit:,} values through YAML aliases",
-                node, hint="this looks like an alias bomb; remove the nested *aliases",
+                node,
+                hint="this looks like an alias bomb; remove the nested *aliases",
             )
 
 
@@ -314,8 +321,9 @@ def _construct(node: Any, budget: _Budget, depth: int, active: set[int]) -> Any:
             return _resolve_plain(node.value) if not node.style else node.value
         return _scalar(node)
     if id(node) in active:
-        raise _LoadProblem("an alias refers to a node that contains it (a recursive structure)", node,
-                           hint="remove the recursive *alias")
+        raise _LoadProblem(
+            "an alias refers to a node that contains it (a recursive structure)", node, hint="remove the recursive *alias"
+        )
     active.add(id(node))
     try:
         if kind == "sequence":
@@ -340,8 +348,11 @@ def _mapping(node: Any, budget: _Budget, depth: int, active: set[int]) -> dict[s
                     merged.setdefault(k, v)
             continue
         if key in result:
-            raise _LoadProblem(f"duplicate key {key!r} in the same mapping", key_node,
-                               hint="remove one of them (YAML keeps only the last, silently)")
+            raise _LoadProblem(
+                f"duplicate key {key!r} in the same mapping",
+                key_node,
+                hint="remove one of them (YAML keeps only the last, silently)",
+            )
         result[key] = _construct(value_node, budget, depth + 1, active)
     for k, v in merged.items():
         result.setdefault(k, v)
@@ -448,4 +459,3 @@ def _step(node: Any, part: object) -> tuple[Any, Any] | None:
                 if found is not None:
                     return found
     return None
-

@@ -8,8 +8,7 @@ from pathlib import Path
 from controller.manifests import desired, loading, validating
 
 
-def load_paths(paths: list[str], *, recursive: bool, fleet: str | None,
-               skip: Path | None = None) -> validating.ValidationResult:
+def load_paths(paths: list[str], *, recursive: bool, fleet: str | None, skip: Path | None = None) -> validating.ValidationResult:
     """Discover, parse and validate the manifests under `paths`; problems become diagnostics."""
     files = loading.discover(paths, recursive=recursive, skip=skip)
     with loading.gc_paused():

@@ -25,16 +25,23 @@ def document_schema(kind: str | None = None) -> dict[str, Any]:
 
     if kind is None:
         schema = TypeAdapter(AnyDocument).json_schema()
-        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
-                  "title": "hermes-fleet manifest document", **schema}
+        schema = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": SCHEMA_ID,
+            "title": "hermes-fleet manifest document",
+            **schema,
+        }
         return schema
     if kind not in DOCUMENT_CLASSES:
         from controller.errors import UsageError
 
         raise UsageError(f"unknown kind {kind!r}", hint=f"use one of {', '.join(KINDS)}")
     schema = DOCUMENT_CLASSES[kind].model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": SCHEMA_ID.replace("hermes-fleet.json", f"{kind.lower()}.json"), **schema}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID.replace("hermes-fleet.json", f"{kind.lower()}.json"),
+        **schema,
+    }
 
 
 def rendered_files() -> dict[str, str]:

@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from controller.hermes import image_extension, naming, schedules
-from controller.manifests import desired as d
 from controller.diagnostics import Diagnostic, format_path
+from controller.hermes import DEFAULT_PROFILE, image_extension, naming, schedules
+from controller.manifests import desired as d
 from controller.manifests.loading import Document
 from controller.manifests.models import (
     API_VERSION,
@@ -61,11 +61,14 @@ MAX_SOUL_BYTES = 1_000_000
 MAX_IMAGE_BYTES = 2_000_000
 BOT_COVERED = ("model", "toolsets", "skills", "mcp_servers", "tts", "checkpoints", "bot_peers")
 INSTALL_COVERED = (
-    "checkpoints", "gateway.bot_loop_guard", "agent.bot_mode_protocol", "auxiliary.group_router", "bot_peers",
+    "checkpoints",
+    "gateway.bot_loop_guard",
+    "agent.bot_mode_protocol",
+    "auxiliary.group_router",
+    "bot_peers",
 )
 TTS_PROVIDER_FIELDS = tuple(f for f in Tts.model_fields if f != "provider")
-_UNION_TAGS = re.compile(
-    r"^(SecretRef|str|int|float|bool|none|function-.*|constrained-.*|literal\[.*|json-or-python.*|\[key\])$")
+_UNION_TAGS = re.compile(r"^(SecretRef|str|int|float|bool|none|function-.*|constrained-.*|literal\[.*|json-or-python.*|\[key\])$")
 
 
 @dataclass
@@ -121,8 +124,9 @@ class _Report:
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
 
-    def add(self, severity: str, where: tuple[Document, tuple[object, ...]], message: str,
-            hint: str = "", code: str = "invalid") -> None:
+    def add(
+        self, severity: str, where: tuple[Document, tuple[object, ...]], message: str, hint: str = "", code: str = "invalid"
+    ) -> None:
         doc, loc = where
         line, column = doc.locate(loc)
         self.items.append(Diagnostic(severity, doc.source, line, column, format_path(loc), message, hint, code))  # type: ignore[arg-type]
@@ -134,8 +138,9 @@ class _Report:
         self.add("warning", where, message, hint, code)
 
 
-def validate(documents: list[Document], *, fleet: str | None = None, now: datetime | None = None,
-             files: list[str] | None = None) -> ValidationResult:
+def validate(
+    documents: list[Document], *, fleet: str | None = None, now: datetime | None = None, files: list[str] | None = None
+) -> ValidationResult:
     """Run every check; build the desired state when there is no error."""
     report = _Report()
     models = [(doc, m) for doc in documents if (m := _check_schema(doc, report)) is not None]
@@ -143,9 +148,18 @@ def validate(documents: list[Document], *, fleet: str | None = None, now: dateti
     schema_failed = len(models) < len(documents)
     fleet_name = _resolve_fleet(gathered, fleet, report, documents, quiet=schema_failed)
     if fleet_name is None and not documents and not report.items:
-        report.items.append(Diagnostic("error", (files or ["<input>"])[0], 0, 0, "",
-                                       "no manifest documents were read from the input",
-                                       "add a 'kind: Fleet' document, or pass --fleet NAME", "fleet"))
+        report.items.append(
+            Diagnostic(
+                "error",
+                (files or ["<input>"])[0],
+                0,
+                0,
+                "",
+                "no manifest documents were read from the input",
+                "add a 'kind: Fleet' document, or pass --fleet NAME",
+                "fleet",
+            )
+        )
     checker = _Checks(gathered, report, now or datetime.now(UTC))
     checker.run()
     state = None
@@ -163,14 +177,21 @@ def validate(documents: list[Document], *, fleet: str | None = None, now: dateti
 def _check_schema(doc: Document, report: _Report) -> BaseModel | None:
     data = doc.data
     if not isinstance(data, dict):
-        report.error((doc, ()), f"a manifest document must be a mapping, not {_type_name(data)}",
-                     "start the document with 'apiVersion: hermes-fleet/v1' and 'kind: ...'", "envelope")
+        report.error(
+            (doc, ()),
+            f"a manifest document must be a mapping, not {_type_name(data)}",
+            "start the document with 'apiVersion: hermes-fleet/v1' and 'kind: ...'",
+            "envelope",
+        )
         return None
     if data.get("apiVersion") != API_VERSION:
         got = data.get("apiVersion")
-        report.error((doc, ("apiVersion",)),
-                     "missing apiVersion" if got is None else f"unknown apiVersion {got!r}",
-                     f"set 'apiVersion: {API_VERSION}'", "envelope")
+        report.error(
+            (doc, ("apiVersion",)),
+            "missing apiVersion" if got is None else f"unknown apiVersion {got!r}",
+            f"set 'apiVersion: {API_VERSION}'",
+            "envelope",
+        )
         return None
     kind = data.get("kind")
     cls = DOCUMENT_CLASSES.get(kind) if isinstance(kind, str) else None
@@ -223,8 +244,11 @@ def _explain(err: dict[str, Any], cls: type[BaseModel]) -> tuple[tuple[object, .
     if kind == "extra_forbidden":
         allowed = _fields_at(cls, loc[:-1])
         guess = difflib.get_close_matches(field_name, allowed, n=1, cutoff=0.6) if allowed else []
-        hint = f"did you mean {guess[0]!r}?" if guess else (
-            f"allowed fields here: {', '.join(sorted(allowed))}" if allowed else "remove it")
+        hint = (
+            f"did you mean {guess[0]!r}?"
+            if guess
+            else (f"allowed fields here: {', '.join(sorted(allowed))}" if allowed else "remove it")
+        )
         return loc, f"unknown field {field_name!r}", hint, "unknown_field"
     if kind == "missing":
         return loc, f"required field {field_name!r} is missing", f"add '{field_name}:'", "missing_field"
@@ -283,8 +307,15 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 
 def _type_name(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", int: "a number", float: "a number",
-            bool: "true/false", type(None): "nothing (null)"}.get(type(value), type(value).__name__)
+    return {
+        dict: "a mapping",
+        list: "a list",
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "true/false",
+        type(None): "nothing (null)",
+    }.get(type(value), type(value).__name__)
 
 
 def _short(value: Any) -> str:
@@ -295,7 +326,7 @@ def _short(value: Any) -> str:
 # --- pass 2: gathering ----------------------------------------------------------------------
 
 
-def _gather(models: list[tuple[Document, BaseModel]], report: _Report) -> Gathered:
+def _gather(models: list[tuple[Document, Any]], report: _Report) -> Gathered:
     g = Gathered()
     for doc, model in models:
         meta_fleet = getattr(model.metadata, "fleet", None)
@@ -303,23 +334,26 @@ def _gather(models: list[tuple[Document, BaseModel]], report: _Report) -> Gather
             name = model.metadata.name
             if name in g.fleet_names:
                 first = g.fleet_names[name]
-                report.error((doc, ("metadata", "name")), f"fleet {name!r} is declared twice "
-                             f"(first at {first.doc.source}:{first.doc.locate(('metadata', 'name'))[0]})",
-                             "keep one Fleet document per fleet", "duplicate")
+                report.error(
+                    (doc, ("metadata", "name")),
+                    f"fleet {name!r} is declared twice (first at {first.doc.source}:{first.doc.locate(('metadata', 'name'))[0]})",
+                    "keep one Fleet document per fleet",
+                    "duplicate",
+                )
             g.fleet_names[name] = Declared(model, doc, ())
             spec = model.spec
             if any(getattr(spec, f) is not None for f in PolicySpec.model_fields):
                 g.policies.append(Declared(spec, doc, ("spec",)))
-            for i, x in enumerate(spec.sections or []):
-                g.sections.append(Declared(x, doc, ("spec", "sections", i)))
-            for i, x in enumerate(spec.bots or []):
-                g.bots.append(Declared(x, doc, ("spec", "bots", i)))
-                for j, r in enumerate(x.routines or []):
-                    g.routines.append((x.name, Declared(r, doc, ("spec", "bots", i, "routines", j))))
-            for i, x in enumerate(spec.rooms or []):
-                g.rooms.append(Declared(x, doc, ("spec", "rooms", i)))
-            for i, x in enumerate(spec.peers or []):
-                g.peers.append(Declared(x, doc, ("spec", "peers", i)))
+            for i, section in enumerate(spec.sections or []):
+                g.sections.append(Declared(section, doc, ("spec", "sections", i)))
+            for i, bot in enumerate(spec.bots or []):
+                g.bots.append(Declared(bot, doc, ("spec", "bots", i)))
+                for j, r in enumerate(bot.routines or []):
+                    g.routines.append((bot.name, Declared(r, doc, ("spec", "bots", i, "routines", j))))
+            for i, room in enumerate(spec.rooms or []):
+                g.rooms.append(Declared(room, doc, ("spec", "rooms", i)))
+            for i, peer in enumerate(spec.peers or []):
+                g.peers.append(Declared(peer, doc, ("spec", "peers", i)))
             continue
         if meta_fleet:
             g.explicit_fleets.append((meta_fleet, Declared(model, doc, ("metadata", "fleet"))))
@@ -337,8 +371,7 @@ def _gather_single(model: BaseModel, doc: Document, g: Gathered, report: _Report
         for err in exc.errors(include_url=False):
             if tuple(err["loc"])[:1] == ("name",):
                 msg = err["msg"].split(", ", 1)[-1] if err["msg"].startswith("Value error") else err["msg"]
-                report.error((doc, ("metadata", "name")), f"invalid name: {msg[0].lower()}{msg[1:]}",
-                             code="invalid_value")
+                report.error((doc, ("metadata", "name")), f"invalid name: {msg[0].lower()}{msg[1:]}", code="invalid_value")
 
 
 def _gather_object(model: BaseModel, doc: Document, g: Gathered) -> None:
@@ -366,29 +399,50 @@ def _gather_object(model: BaseModel, doc: Document, g: Gathered) -> None:
         g.policies.append(Declared(model.spec, doc, ("spec",)))
 
 
-def _resolve_fleet(g: Gathered, explicit: str | None, report: _Report, documents: list[Document], *,
-                   quiet: bool = False) -> str | None:
+def _resolve_fleet(
+    g: Gathered, explicit: str | None, report: _Report, documents: list[Document], *, quiet: bool = False
+) -> str | None:
     names = set(g.fleet_names) | {n for n, _ in g.explicit_fleets}
     if explicit:
         if naming.PROFILE_NAME.match(explicit) is None:
-            report.items.append(Diagnostic("error", "<command line>", 0, 0, "--fleet",
-                                           f"invalid fleet name {explicit!r}", "use ^[a-z0-9][a-z0-9_-]{0,63}$", "fleet"))
+            report.items.append(
+                Diagnostic(
+                    "error",
+                    "<command line>",
+                    0,
+                    0,
+                    "--fleet",
+                    f"invalid fleet name {explicit!r}",
+                    "use ^[a-z0-9][a-z0-9_-]{0,63}$",
+                    "fleet",
+                )
+            )
             return None
         names.add(explicit)
     if len(names) > 1:
         for name, declared in g.explicit_fleets:
-            report.error(declared.at(), f"this object belongs to fleet {name!r}, but the manifests name "
-                         f"{len(names)} fleets ({', '.join(sorted(names))})",
-                         "apply one fleet at a time: every document in one run must name the same fleet", "fleet")
+            report.error(
+                declared.at(),
+                f"this object belongs to fleet {name!r}, but the manifests name {len(names)} fleets ({', '.join(sorted(names))})",
+                "apply one fleet at a time: every document in one run must name the same fleet",
+                "fleet",
+            )
         if not g.explicit_fleets:
-            report.error((documents[0], ("metadata", "name")), f"the manifests name {len(names)} fleets "
-                         f"({', '.join(sorted(names))})", "apply one fleet at a time", "fleet")
+            report.error(
+                (documents[0], ("metadata", "name")),
+                f"the manifests name {len(names)} fleets ({', '.join(sorted(names))})",
+                "apply one fleet at a time",
+                "fleet",
+            )
         return None
     if not names:
         if documents and not quiet:
-            report.error((documents[0], ("metadata",)), "no fleet name: the ownership scope is unknown",
-                         "add a 'kind: Fleet' document, set metadata.fleet on each document, or pass --fleet NAME",
-                         "fleet")
+            report.error(
+                (documents[0], ("metadata",)),
+                "no fleet name: the ownership scope is unknown",
+                "add a 'kind: Fleet' document, set metadata.fleet on each document, or pass --fleet NAME",
+                "fleet",
+            )
         return None
     return names.pop()
 
@@ -428,16 +482,24 @@ class _Checks:
             if name in first:
                 other = first[name]
                 line = other.doc.locate(other.at("name")[1])[0]
-                self.report.error(item.at("name"), f"{what} {name!r} is declared twice (first at {other.doc.source}:{line})",
-                                  f"rename or remove one; {what} names are unique across all files", "duplicate")
+                self.report.error(
+                    item.at("name"),
+                    f"{what} {name!r} is declared twice (first at {other.doc.source}:{line})",
+                    f"rename or remove one; {what} names are unique across all files",
+                    "duplicate",
+                )
             else:
                 first[name] = item
 
     def check_policies(self) -> None:
         if len(self.g.policies) > 1:
             for extra in self.g.policies[1:]:
-                self.report.error(extra.at(), "more than one Policy (or Fleet spec) sets install-wide settings",
-                                  "merge them into one", "duplicate")
+                self.report.error(
+                    extra.at(),
+                    "more than one Policy (or Fleet spec) sets install-wide settings",
+                    "merge them into one",
+                    "duplicate",
+                )
         for pol in self.g.policies:
             spec: PolicySpec = pol.obj
             self.check_config(pol, spec.config, INSTALL_COVERED, install=True)
@@ -449,18 +511,29 @@ class _Checks:
         problem = naming.profile_name_problem(bot.name)
         if problem:
             self.report.error(item.at("name"), f"{bot.name!r} is not a valid profile name: {problem}", code="name")
-        elif bot.name in naming.RESERVED_PROFILE_NAMES and bot.name != naming.DEFAULT_PROFILE:
-            self.report.error(item.at("name"), f"{bot.name!r} is reserved by Hermes and cannot be a profile",
-                              "choose another name", "reserved_name")
-        if bot.name == naming.DEFAULT_PROFILE and (bot.clone_from or bot.create_empty):
-            self.report.error(item.at("clone_from" if bot.clone_from else "create_empty"),
-                              "the default profile is the Hermes root and is never created",
-                              "remove clone_from / create_empty from the default bot", "default_profile")
+        elif bot.name in naming.RESERVED_PROFILE_NAMES and bot.name != DEFAULT_PROFILE:
+            self.report.error(
+                item.at("name"),
+                f"{bot.name!r} is reserved by Hermes and cannot be a profile",
+                "choose another name",
+                "reserved_name",
+            )
+        if bot.name == DEFAULT_PROFILE and (bot.clone_from or bot.create_empty):
+            self.report.error(
+                item.at("clone_from" if bot.clone_from else "create_empty"),
+                "the default profile is the Hermes root and is never created",
+                "remove clone_from / create_empty from the default bot",
+                "default_profile",
+            )
         if bot.clone_from is not None:
             self.check_clone_from(item, bot)
         if bot.section is not None and bot.section not in self.section_names:
-            self.report.error(item.at("section"), f"section {bot.section!r} is not declared",
-                              self._suggest(bot.section, self.section_names, "add it under sections:"), "reference")
+            self.report.error(
+                item.at("section"),
+                f"section {bot.section!r} is not declared",
+                self._suggest(bot.section, self.section_names, "add it under sections:"),
+                "reference",
+            )
         self.check_settings(item, bot, ())
         if bot.soul_file is not None:
             self.check_file(item.at("soul_file"), item.base_dir, bot.soul_file, MAX_SOUL_BYTES, text=True)
@@ -471,63 +544,98 @@ class _Checks:
         assert bot.clone_from is not None
         problem = naming.profile_name_problem(bot.clone_from)
         if problem:
-            self.report.error(item.at("clone_from"), f"{bot.clone_from!r} is not a valid profile name: {problem}",
-                              code="name")
+            self.report.error(item.at("clone_from"), f"{bot.clone_from!r} is not a valid profile name: {problem}", code="name")
         elif bot.clone_from == bot.name:
-            self.report.error(item.at("clone_from"), "a bot cannot be cloned from itself",
-                              "name another profile", "reference")
+            self.report.error(item.at("clone_from"), "a bot cannot be cloned from itself", "name another profile", "reference")
 
     def check_settings(self, item: Declared, settings: Bot | BotDefaults, prefix: tuple[object, ...]) -> None:
-        from controller.adapters.envfile import ENV_NAME_DENYLIST
+        from controller.hermes.env import ENV_NAME_DENYLIST
 
         for key, value in (settings.env or {}).items():
             if key in ENV_NAME_DENYLIST:  # refused at write time too: refuse before anything is written
-                self.report.error(item.at(*prefix, "env", key), f"{key} may not be set in a Hermes .env "
-                                  "(Hermes refuses it too: it steers the loader, shell or Hermes itself)",
-                                  "remove it from env", "invalid_value")
+                self.report.error(
+                    item.at(*prefix, "env", key),
+                    f"{key} may not be set in a Hermes .env "
+                    "(Hermes refuses it too: it steers the loader, shell or Hermes itself)",
+                    "remove it from env",
+                    "invalid_value",
+                )
             elif naming.is_secret_key(key) and not isinstance(value, SecretRef):
-                self.report.error(item.at(*prefix, "env", key), f"{key} looks like a secret but has a literal value",
-                                  f"write '{key}: {{from_env: {key}}}' (or from_file) and keep the value out of git",
-                                  "secret_literal")
+                self.report.error(
+                    item.at(*prefix, "env", key),
+                    f"{key} looks like a secret but has a literal value",
+                    f"write '{key}: {{from_env: {key}}}' (or from_file) and keep the value out of git",
+                    "secret_literal",
+                )
         for name, server in (settings.mcp_servers or {}).items():
             for block in ("env", "headers"):
                 for key, value in (getattr(server, block) or {}).items():
                     if naming.is_secret_key(key) and not isinstance(value, SecretRef):
-                        self.report.error(item.at(*prefix, "mcp_servers", name, block, key),
-                                          f"{key} looks like a secret but has a literal value",
-                                          "use {from_env: NAME} or {from_file: PATH}", "secret_literal")
+                        self.report.error(
+                            item.at(*prefix, "mcp_servers", name, block, key),
+                            f"{key} looks like a secret but has a literal value",
+                            "use {from_env: NAME} or {from_file: PATH}",
+                            "secret_literal",
+                        )
         if settings.tts is not None:
             for provider in TTS_PROVIDER_FIELDS:
                 block = getattr(settings.tts, provider)
                 for dotted, leaf in d.flatten(block or {}).items():
                     if naming.is_secret_key(dotted.rsplit(".", 1)[-1]) and leaf not in (None, ""):
-                        self.report.error(item.at(*prefix, "tts", provider, dotted.split(".")[0]),
-                                          f"tts.{provider}.{dotted} looks like a secret but has a literal value",
-                                          "put the key in env: as a reference (Hermes reads provider keys "
-                                          "from .env)", "secret_literal")
+                        self.report.error(
+                            item.at(*prefix, "tts", provider, dotted.split(".")[0]),
+                            f"tts.{provider}.{dotted} looks like a secret but has a literal value",
+                            "put the key in env: as a reference (Hermes reads provider keys from .env)",
+                            "secret_literal",
+                        )
         self.check_config(item, settings.config, BOT_COVERED, install=False, prefix=prefix)
 
-    def check_config(self, item: Declared, config: dict[str, Any] | None, covered: tuple[str, ...], *,
-                     install: bool, prefix: tuple[object, ...] = ()) -> None:
+    def check_config(
+        self,
+        item: Declared,
+        config: dict[str, Any] | None,
+        covered: tuple[str, ...],
+        *,
+        install: bool,
+        prefix: tuple[object, ...] = (),
+    ) -> None:
         for top, value in (config or {}).items():
             for dotted, leaf in d.flatten({top: value}).items():
                 where = item.at(*prefix, "config", top)
                 if any(part == "" for part in dotted.split(".")):
-                    self.report.error(where, f"config key {dotted!r} has an empty segment", "remove the stray '.'",
-                                      "config_key")
+                    self.report.error(where, f"config key {dotted!r} has an empty segment", "remove the stray '.'", "config_key")
                     continue
                 hit = next((c for c in covered if dotted == c or dotted.startswith(c + ".")), None)
                 if hit is not None:
                     field = _typed_field(hit, install)
-                    self.report.error(where, f"config key {dotted!r} is set by the typed field {field!r}",
-                                      f"use '{field}:' instead of the passthrough", "config_covered")
-                elif naming.is_secret_key(dotted.rsplit(".", 1)[-1]) and leaf not in (None, "") and not (
-                        isinstance(leaf, str) and leaf.startswith("${")):
-                    self.report.error(where, f"config key {dotted!r} looks like a secret but has a literal value",
-                                      "put the secret in env: as a reference and write '${NAME}' here", "secret_literal")
+                    self.report.error(
+                        where,
+                        f"config key {dotted!r} is set by the typed field {field!r}",
+                        f"use '{field}:' instead of the passthrough",
+                        "config_covered",
+                    )
+                elif (
+                    naming.is_secret_key(dotted.rsplit(".", 1)[-1])
+                    and leaf not in (None, "")
+                    and not (isinstance(leaf, str) and leaf.startswith("${"))
+                ):
+                    self.report.error(
+                        where,
+                        f"config key {dotted!r} looks like a secret but has a literal value",
+                        "put the secret in env: as a reference and write '${NAME}' here",
+                        "secret_literal",
+                    )
 
-    def check_file(self, where: tuple[Document, tuple[object, ...]], base: Path, rel: str, limit: int, *,
-                   text: bool = False, image: bool = False) -> None:
+    def check_file(
+        self,
+        where: tuple[Document, tuple[object, ...]],
+        base: Path,
+        rel: str,
+        limit: int,
+        *,
+        text: bool = False,
+        image: bool = False,
+    ) -> None:
         try:
             resolved = (base / rel).resolve()
             root = base.resolve()
@@ -535,12 +643,20 @@ class _Checks:
             self.report.error(where, f"cannot resolve {rel!r}: {exc}", code="file")
             return
         if Path(rel).is_absolute() or not resolved.is_relative_to(root):
-            self.report.error(where, f"{rel!r} points outside the manifest's folder ({root})",
-                              "keep referenced files next to the manifest, in its folder or below", "file_outside")
+            self.report.error(
+                where,
+                f"{rel!r} points outside the manifest's folder ({root})",
+                "keep referenced files next to the manifest, in its folder or below",
+                "file_outside",
+            )
             return
         if not resolved.is_file():
-            self.report.error(where, f"file {rel!r} does not exist (looked in {root})",
-                              "check the path; it is relative to the manifest's folder", "file_missing")
+            self.report.error(
+                where,
+                f"file {rel!r} does not exist (looked in {root})",
+                "check the path; it is relative to the manifest's folder",
+                "file_missing",
+            )
             return
         size = resolved.stat().st_size
         if size > limit:
@@ -559,21 +675,32 @@ class _Checks:
         for bot_name, item in self.g.routines:
             routine: Routine = item.obj
             if bot_name not in self.bot_names:
-                self.report.error(item.at("bot"), f"routine {routine.name!r} names bot {bot_name!r}, which is not declared",
-                                  self._suggest(bot_name, self.bot_names, "declare the bot"), "reference")
+                self.report.error(
+                    item.at("bot"),
+                    f"routine {routine.name!r} names bot {bot_name!r}, which is not declared",
+                    self._suggest(bot_name, self.bot_names, "declare the bot"),
+                    "reference",
+                )
             seen = per_bot[bot_name]
             if routine.name in seen:
-                self.report.error(item.at("name"), f"bot {bot_name!r} has two routines named {routine.name!r}",
-                                  "routine names are unique per bot", "duplicate")
+                self.report.error(
+                    item.at("name"),
+                    f"bot {bot_name!r} has two routines named {routine.name!r}",
+                    "routine names are unique per bot",
+                    "duplicate",
+                )
             seen[routine.name] = item
             self.check_schedule(item, routine)
         for bot_name, routines in per_bot.items():
             for item in routines.values():
                 old = item.obj.renamed_from
                 if old is not None and old in routines:
-                    self.report.error(item.at("renamed_from"),
-                                      f"renamed_from {old!r} names a routine of bot {bot_name!r} that still exists",
-                                      "drop renamed_from, or remove the old routine", "reference")
+                    self.report.error(
+                        item.at("renamed_from"),
+                        f"renamed_from {old!r} names a routine of bot {bot_name!r} that still exists",
+                        "drop renamed_from, or remove the old routine",
+                        "reference",
+                    )
 
     def check_schedule(self, item: Declared, routine: Routine) -> None:
         try:
@@ -584,17 +711,22 @@ class _Checks:
         gap = _gap(parsed, self.now.replace(second=0, microsecond=0, minute=0))
         if gap is not None and gap < MIN_ROUTINE_GAP_MINUTES:
             runs = ", ".join(t.strftime("%Y-%m-%d %H:%M") for t in schedules.next_runs(parsed, 3, now=self.now))
-            self.report.warning(item.at("schedule"),
-                                f"{routine.schedule!r} runs every {gap:g} minute(s) (next: {runs} UTC); every run "
-                                "is a model call", f"use a gap of at least {MIN_ROUTINE_GAP_MINUTES} minutes",
-                                "frequent_schedule")
+            self.report.warning(
+                item.at("schedule"),
+                f"{routine.schedule!r} runs every {gap:g} minute(s) (next: {runs} UTC); every run is a model call",
+                f"use a gap of at least {MIN_ROUTINE_GAP_MINUTES} minutes",
+                "frequent_schedule",
+            )
         if parsed.kind == "once" and parsed.run_at is not None and parsed.run_at <= self.now:
-            self.report.warning(item.at("schedule"), f"the one-shot time {routine.schedule!r} is in the past",
-                                "Hermes refuses one-shots more than 120 s in the past; set a future time or remove it",
-                                "past_one_shot")
+            self.report.warning(
+                item.at("schedule"),
+                f"the one-shot time {routine.schedule!r} is in the past",
+                "Hermes refuses one-shots more than 120 s in the past; set a future time or remove it",
+                "past_one_shot",
+            )
 
     def check_mentions(self) -> None:
-        # Every @-form a bot answers to: its name, plus its title's forms (bot-mode-state.md section 4).
+        # Every @-form a bot answers to: its name, plus its title's forms (docs/hermes/bot-mode.md#mentions).
         owners: dict[str, set[str]] = defaultdict(set)
         for item in self.g.bots:
             bot: Bot = item.obj
@@ -607,30 +739,37 @@ class _Checks:
                 others = sorted(owners[form] - {bot.name})
                 if others:
                     clash = "the name" if form in self.bot_names and form != bot.name else "a title tag"
-                    self.report.error(item.at("title"),
-                                      f"title {bot.title!r} gives the tag @{form}, which is also {clash} of "
-                                      f"{', '.join(others)}; Hermes resolves an ambiguous tag to nobody",
-                                      "choose a title whose tags no other bot uses", "mention_collision")
+                    self.report.error(
+                        item.at("title"),
+                        f"title {bot.title!r} gives the tag @{form}, which is also {clash} of "
+                        f"{', '.join(others)}; Hermes resolves an ambiguous tag to nobody",
+                        "choose a title whose tags no other bot uses",
+                        "mention_collision",
+                    )
 
     def check_room(self, item: Declared) -> None:
         room: Room = item.obj
         count = len(room.members)
         if not 2 <= count <= 6:
-            self.report.error(item.at("members"), f"a room has 2-6 members, this one has {count}",
-                              "add or remove members", "room_members")
+            self.report.error(
+                item.at("members"), f"a room has 2-6 members, this one has {count}", "add or remove members", "room_members"
+            )
         seen: set[str] = set()
         for i, member in enumerate(room.members):
             if member in seen:
-                self.report.error(item.at("members", i), f"{member!r} is listed twice", "list each member once",
-                                  "room_members")
+                self.report.error(item.at("members", i), f"{member!r} is listed twice", "list each member once", "room_members")
             seen.add(member)
             self.check_member(item.at("members", i), member)
         self.check_room_hosts(item, room)
         if room.who_answers.startswith("lead:"):
             lead = room.who_answers.split(":", 1)[1]
             if lead not in room.members:
-                self.report.error(item.at("who_answers"), f"the lead {lead!r} is not a member of room {room.name!r}",
-                                  "name one of its members as lead", "reference")
+                self.report.error(
+                    item.at("who_answers"),
+                    f"the lead {lead!r} is not a member of room {room.name!r}",
+                    "name one of its members as lead",
+                    "reference",
+                )
         if room.picture is not None:
             self.check_file(item.at("picture"), item.base_dir, room.picture, MAX_IMAGE_BYTES, image=True)
 
@@ -641,33 +780,51 @@ class _Checks:
             if host is None or host == room.host:
                 continue
             where = f"on host {room.host!r}" if room.host else "on every host (it names no host)"
-            self.report.error(item.at("members", i),
-                              f"member {member!r} lives on host {host!r}, but room {room.name!r} is applied {where}",
-                              f"give the room 'host: {host}', or reach the bot through a peer: write "
-                              f"'<peer>/{member}' with a peer whose url is {host}'s gateway", "cross_host")
+            self.report.error(
+                item.at("members", i),
+                f"member {member!r} lives on host {host!r}, but room {room.name!r} is applied {where}",
+                f"give the room 'host: {host}', or reach the bot through a peer: write "
+                f"'<peer>/{member}' with a peer whose url is {host}'s gateway",
+                "cross_host",
+            )
 
     def check_member(self, where: tuple[Document, tuple[object, ...]], member: str) -> None:
         if "/" in member:
             peer, _, profile = member.partition("/")
             if peer not in self.peer_names:
-                self.report.error(where, f"remote member {member!r} names peer {peer!r}, which is not declared",
-                                  "declare it under peers: with its url and key", "reference")
+                self.report.error(
+                    where,
+                    f"remote member {member!r} names peer {peer!r}, which is not declared",
+                    "declare it under peers: with its url and key",
+                    "reference",
+                )
             elif naming.profile_name_problem(profile):
                 self.report.error(where, f"{profile!r} is not a valid profile name", code="name")
         elif member not in self.bot_names:
-            self.report.error(where, f"member {member!r} is not a bot of this fleet",
-                              self._suggest(member, self.bot_names, "declare it, or write peer/profile for a remote bot"),
-                              "reference")
+            self.report.error(
+                where,
+                f"member {member!r} is not a bot of this fleet",
+                self._suggest(member, self.bot_names, "declare it, or write peer/profile for a remote bot"),
+                "reference",
+            )
 
     def check_peer(self, item: Declared) -> None:
         peer: Peer = item.obj
         if naming.profile_name_problem(peer.name):
-            self.report.error(item.at("name"), f"{peer.name!r} is not a valid peer name",
-                              "use ^[a-z0-9][a-z0-9_-]{0,63}$ (Hermes lower-cases peer names)", "name")
+            self.report.error(
+                item.at("name"),
+                f"{peer.name!r} is not a valid peer name",
+                "use ^[a-z0-9][a-z0-9_-]{0,63}$ (Hermes lower-cases peer names)",
+                "name",
+            )
         url = peer.url
         if not re.match(r"^https?://[^/\s:]+(:\d{1,5})?(/\S*)?$", url):
-            self.report.error(item.at("url"), f"{url!r} is not an http:// or https:// URL with a host",
-                              "write it like http://spark.lan:8642", "url")
+            self.report.error(
+                item.at("url"),
+                f"{url!r} is not an http:// or https:// URL with a host",
+                "write it like http://spark.lan:8642",
+                "url",
+            )
 
     @staticmethod
     def _suggest(value: str, options: set[str], fallback: str) -> str:
@@ -687,8 +844,12 @@ def _gap(parsed: schedules.Schedule, hour: datetime) -> float | None:
 
 def _typed_field(covered: str, install: bool) -> str:
     if install:
-        return {"gateway.bot_loop_guard": "gateway.bot_loop_guard", "agent.bot_mode_protocol": "gateway.bot_mode_protocol",
-                "auxiliary.group_router": "gateway.group_router", "bot_peers": "peers"}.get(covered, covered)
+        return {
+            "gateway.bot_loop_guard": "gateway.bot_loop_guard",
+            "agent.bot_mode_protocol": "gateway.bot_mode_protocol",
+            "auxiliary.group_router": "gateway.group_router",
+            "bot_peers": "peers",
+        }.get(covered, covered)
     return "peers" if covered == "bot_peers" else covered
 
 
@@ -705,28 +866,46 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
     for item in g.bots:
         bots[item.obj.name] = _desired_bot(item, fleet, policy.defaults, sections, routines[item.obj.name])
     install_config = _install_config(policy, [x.obj for x in g.peers])
-    root_bot = bots.get(naming.DEFAULT_PROFILE)
+    root_bot = bots.get(DEFAULT_PROFILE)
     if root_bot is not None:
         for key in sorted(set(root_bot.config) & set(install_config)):
-            report.error(g.policies[0].at("config"), f"config key {key!r} is set both install-wide and by the "
-                         "default bot (both write the root config.yaml)", "set it in one place", "config_conflict")
+            report.error(
+                g.policies[0].at("config"),
+                f"config key {key!r} is set both install-wide and by the default bot (both write the root config.yaml)",
+                "set it in one place",
+                "config_conflict",
+            )
     install_env = {
         naming.peer_env_key(x.obj.name): d.EnvEntry(ref=x.obj.key, base_dir=str(x.base_dir))
-        for x in g.peers if x.obj.key is not None
+        for x in g.peers
+        if x.obj.key is not None
     }
     state = d.DesiredState(
-        fleet=fleet, bots=bots, sections=sections, rooms={x.obj.name: x.obj for x in g.rooms},
-        peers={x.obj.name: x.obj for x in g.peers}, install_config=install_config, install_env=install_env,
+        fleet=fleet,
+        bots=bots,
+        sections=sections,
+        rooms={x.obj.name: x.obj for x in g.rooms},
+        peers={x.obj.name: x.obj for x in g.peers},
+        install_config=install_config,
+        install_env=install_env,
     )
-    digest = d.compute_digest({
-        "fleet": fleet, "bots": bots, "sections": sections, "rooms": state.rooms, "peers": state.peers,
-        "install_config": install_config, "install_env": install_env,
-    })
+    digest = d.compute_digest(
+        {
+            "fleet": fleet,
+            "bots": bots,
+            "sections": sections,
+            "rooms": state.rooms,
+            "peers": state.peers,
+            "install_config": install_config,
+            "install_env": install_env,
+        }
+    )
     return d.DesiredState(**{**state.__dict__, "digest": digest})
 
 
-def _desired_bot(item: Declared, fleet: str, defaults: BotDefaults | None, sections: dict[str, Section],
-                 routines: list[Routine]) -> d.DesiredBot:
+def _desired_bot(
+    item: Declared, fleet: str, defaults: BotDefaults | None, sections: dict[str, Section], routines: list[Routine]
+) -> d.DesiredBot:
     bot = d.merged_with_defaults(item.obj, defaults)
     base = str(item.base_dir)
     soul = bot.soul
@@ -739,12 +918,23 @@ def _desired_bot(item: Declared, fleet: str, defaults: BotDefaults | None, secti
     line, column = item.doc.locate(item.loc)
     env = {**d.env_entries(bot.env, base), **d.mcp_secret_env(bot, base)}
     return d.DesiredBot(
-        name=bot.name, origin=d.Origin(item.doc.source, line, column), title=bot.title,
-        description=bot.description, display_name=bot.display_name, soul=soul,
+        name=bot.name,
+        origin=d.Origin(item.doc.source, line, column),
+        title=bot.title,
+        description=bot.description,
+        display_name=bot.display_name,
+        soul=soul,
         avatar=d.avatar_meta(bot.avatar) if bot.avatar else None,
         avatar_image=str((item.base_dir / bot.avatar.image).resolve()) if bot.avatar and bot.avatar.image else None,
-        hidden=bot.hidden, pinned=bot.pinned, section=section, config=d.bot_config(bot), env=env,
-        routines=tuple(routines), clone_from=bot.clone_from, create_empty=bool(bot.create_empty), host=bot.host,
+        hidden=bot.hidden,
+        pinned=bot.pinned,
+        section=section,
+        config=d.bot_config(bot),
+        env=env,
+        routines=tuple(routines),
+        clone_from=bot.clone_from,
+        create_empty=bool(bot.create_empty),
+        host=bot.host,
     )
 
 

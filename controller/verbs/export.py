@@ -18,14 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.hermes import naming
-from controller.core import jobs
 from controller.adapters import configfile, cronstore, envfile, profilemeta
 from controller.adapters.home import profile_dir, resolve_root
-from controller.errors import ExitCode, UsageError
-from controller.manifests.models.bots import BLOB_SILHOUETTES, GEOMETRIC_SHAPES
+from controller.core import jobs
 from controller.engine import observing
-from controller.hermes import AVATAR_EXTENSIONS
+from controller.errors import ExitCode, UsageError
+from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, naming
+from controller.manifests.models.bots import BLOB_SILHOUETTES, GEOMETRIC_SHAPES
 
 SCHEMA_LINE = "# yaml-language-server: $schema=https://hermes-fleet.dev/schemas/v1/hermes-fleet.json\n"
 BOT_CONFIG_TYPED = ("model", "toolsets", "skills", "mcp_servers", "tts", "checkpoints")
@@ -58,7 +57,7 @@ def export_home(root: Path, fleet: str, bots: list[str] | None = None, *, gatewa
     out = Export(fleet=fleet)
     names = bots if bots else _all_bots(root)
     for name in names:
-        if name != naming.DEFAULT_PROFILE and not profile_dir(root, name).is_dir():
+        if name != DEFAULT_PROFILE and not profile_dir(root, name).is_dir():
             raise UsageError(f"profile {name!r} does not exist in {root}", hint="check --bot")
         out.bots.append(_export_bot(root, name, out))
     _export_install(root, out)
@@ -82,8 +81,10 @@ def _export_rooms(root: Path, options: Any, bots: set[str], out: Export) -> None
         local = sorted(rooms.local_members(room))
         remote = rooms.peer_members(room)
         if remote:
-            out.warnings.append(f"room {name!r}: it has members on other machines ({', '.join(remote)}); "
-                                "add them as peer/profile members by hand, after declaring the peer")
+            out.warnings.append(
+                f"room {name!r}: it has members on other machines ({', '.join(remote)}); "
+                "add them as peer/profile members by hand, after declaring the peer"
+            )
         missing = [m for m in local if m not in bots]
         if missing:
             out.warnings.append(f"room {name!r} was left out: its members {missing} are not exported")
@@ -101,7 +102,7 @@ def _all_bots(root: Path) -> list[str]:
     names = profiles.live_profiles(root)
     root_meta = profilemeta.ProfileMeta.load(root / "profile.yaml")
     if root_meta.bot_record() is not None:
-        names.insert(0, naming.DEFAULT_PROFILE)
+        names.insert(0, DEFAULT_PROFILE)
     return names
 
 
@@ -116,7 +117,7 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
         bot["description"] = meta.description
     if meta.display_name:
         bot["display_name"] = meta.display_name
-    if name != naming.DEFAULT_PROFILE:
+    if name != DEFAULT_PROFILE:
         bot.update(_bot_config(configfile.ConfigDoc.load(path / "config.yaml"), name, out))
         env = _env_refs(envfile.read_env(path / ".env"), skip=set())
         if env:
@@ -158,8 +159,9 @@ def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export) -> dict[str, A
         if picked:
             result["skills"] = picked
     if isinstance(data.get("mcp_servers"), dict) and data["mcp_servers"]:
-        result["mcp_servers"] = {k: _mcp(v, f"{bot}: mcp_servers.{k}", out) for k, v in data["mcp_servers"].items()
-                                 if isinstance(v, dict)}
+        result["mcp_servers"] = {
+            k: _mcp(v, f"{bot}: mcp_servers.{k}", out) for k, v in data["mcp_servers"].items() if isinstance(v, dict)
+        }
     for key in ("tts", "checkpoints"):
         if isinstance(data.get(key), dict) and data[key]:
             result[key] = data[key]
@@ -167,8 +169,7 @@ def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export) -> dict[str, A
         rest = {k: v for k, v in skills.items() if k not in ("disabled", "platform_disabled")}
         if rest:
             result.setdefault("config", {})["skills"] = rest  # other skills.* keys stay passthrough
-    rest = {k: v for k, v in data.items() if k not in BOT_CONFIG_TYPED and k not in HERMES_OWNED_KEYS
-            and k != "bot_peers"}
+    rest = {k: v for k, v in data.items() if k not in BOT_CONFIG_TYPED and k not in HERMES_OWNED_KEYS and k != "bot_peers"}
     rest = _drop_secrets(rest, f"{bot}: config.yaml", out)
     if rest:
         result.setdefault("config", {}).update(rest)
@@ -188,13 +189,26 @@ def _mcp(server: dict[str, Any], where: str, out: Export) -> dict[str, Any]:
                     refs[key] = {"from_env": value[2:-1]}
                 elif naming.is_secret_key(key):
                     refs[key] = {"from_env": _env_name(key)}
-                    out.warnings.append(f"{where}.{block}.{key}: a literal secret became "
-                                        f"{{from_env: {_env_name(key)}}}; export that variable before apply")
+                    out.warnings.append(
+                        f"{where}.{block}.{key}: a literal secret became "
+                        f"{{from_env: {_env_name(key)}}}; export that variable before apply"
+                    )
                 else:
                     refs[key] = value
             server[block] = refs
-    allowed = {"command", "args", "env", "url", "headers", "transport", "timeout", "connect_timeout", "enabled",
-               "disabled", "tools"}
+    allowed = {
+        "command",
+        "args",
+        "env",
+        "url",
+        "headers",
+        "transport",
+        "timeout",
+        "connect_timeout",
+        "enabled",
+        "disabled",
+        "tools",
+    }
     dropped = sorted(set(server) - allowed)
     if dropped:
         out.warnings.append(f"{where}: keys {dropped} have no manifest field and were left out")
@@ -213,8 +227,9 @@ def _drop_secrets(data: dict[str, Any], where: str, out: Export, prefix: str = "
             inner = _drop_secrets(value, where, out, dotted + ".")
             if inner or not value:
                 kept[key] = inner
-        elif naming.is_secret_key(str(key)) and value not in (None, "") and not (
-                isinstance(value, str) and value.startswith("${")):
+        elif (
+            naming.is_secret_key(str(key)) and value not in (None, "") and not (isinstance(value, str) and value.startswith("${"))
+        ):
             out.warnings.append(f"{where}: {dotted} holds a secret and was left out (move it to .env)")
         else:
             kept[key] = value
@@ -270,13 +285,14 @@ def _routines(path: Path, bot: str, out: Export) -> list[dict[str, Any]]:
             routines.append(routine)
     untagged = [j for j in jobs if not _TAG.match(str(j.get("name") or ""))]
     if untagged:
-        out.warnings.append(f"{bot}: {len(untagged)} cron job(s) without a [bot:{bot}] tag are not Bot Mode "
-                            "routines and were left out")
+        out.warnings.append(
+            f"{bot}: {len(untagged)} cron job(s) without a [bot:{bot}] tag are not Bot Mode routines and were left out"
+        )
     return routines
 
 
 def _routine(job: dict[str, Any], title: str, bot: str, out: Export) -> dict[str, Any] | None:
-    schedule = job.get("schedule") if isinstance(job.get("schedule"), dict) else {}
+    schedule = v if isinstance(v := job.get("schedule"), dict) else {}
     kind = schedule.get("kind")
     if kind == "cron":
         text = schedule.get("expr")
@@ -297,9 +313,16 @@ def _routine(job: dict[str, Any], title: str, bot: str, out: Export) -> dict[str
         routine["paused"] = True
         if job.get("paused_reason"):
             routine["paused_reason"] = job["paused_reason"]
-    for src, dst in (("skills", "skills"), ("model", "model"), ("provider", "provider"), ("base_url", "base_url"),
-                     ("context_from", "context_from"), ("enabled_toolsets", "toolsets"), ("workdir", "workdir"),
-                     ("script", "script")):
+    for src, dst in (
+        ("skills", "skills"),
+        ("model", "model"),
+        ("provider", "provider"),
+        ("base_url", "base_url"),
+        ("context_from", "context_from"),
+        ("enabled_toolsets", "toolsets"),
+        ("workdir", "workdir"),
+        ("script", "script"),
+    ):
         if job.get(src):
             routine[dst] = job[src]
     if job.get("no_agent"):
@@ -349,8 +372,9 @@ def _export_install(root: Path, out: Export) -> None:
         out.policy["config"] = rest
     leftover = [k for k in env.keys() if k not in peer_keys]  # noqa: SIM118 - EnvFile is not a dict
     if leftover:
-        out.warnings.append(f"root .env keys {leftover} are not exported (install-wide .env keys have no "
-                            "manifest field; peers' keys are)")
+        out.warnings.append(
+            f"root .env keys {leftover} are not exported (install-wide .env keys have no manifest field; peers' keys are)"
+        )
 
 
 # --- writing manifests ---------------------------------------------------------------------------
@@ -415,27 +439,70 @@ def write_split(ex: Export, folder: Path) -> list[Path]:
         path.write_text(text, encoding="utf-8")
         written.append(path)
 
-    put("fleet.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": ex.fleet},
-                        "spec": dict(ex.policy)}])
+    put(
+        "fleet.yaml",
+        [{"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": ex.fleet}, "spec": dict(ex.policy)}],
+    )
     meta = {"fleet": ex.fleet}
     if ex.sections:
-        put("sections.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Section",
-                               "metadata": {"name": s["name"], **meta}, "spec": {"id": s["id"]}}
-                              for s in ex.sections.values()])
+        put(
+            "sections.yaml",
+            [
+                {
+                    "apiVersion": "hermes-fleet/v1",
+                    "kind": "Section",
+                    "metadata": {"name": s["name"], **meta},
+                    "spec": {"id": s["id"]},
+                }
+                for s in ex.sections.values()
+            ],
+        )
     if ex.rooms:
-        put("rooms.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Room", "metadata": {"name": r["name"], **meta},
-                            "spec": {k: v for k, v in r.items() if k != "name"}} for r in ex.rooms])
+        put(
+            "rooms.yaml",
+            [
+                {
+                    "apiVersion": "hermes-fleet/v1",
+                    "kind": "Room",
+                    "metadata": {"name": r["name"], **meta},
+                    "spec": {k: v for k, v in r.items() if k != "name"},
+                }
+                for r in ex.rooms
+            ],
+        )
     if ex.peers:
-        put("peers.yaml", [{"apiVersion": "hermes-fleet/v1", "kind": "Peer",
-                            "metadata": {"name": p["name"], **meta},
-                            "spec": {k: v for k, v in p.items() if k != "name"}} for p in ex.peers])
+        put(
+            "peers.yaml",
+            [
+                {
+                    "apiVersion": "hermes-fleet/v1",
+                    "kind": "Peer",
+                    "metadata": {"name": p["name"], **meta},
+                    "spec": {k: v for k, v in p.items() if k != "name"},
+                }
+                for p in ex.peers
+            ],
+        )
     for bot in ex.bots:
         body = _bot_with_soul(bot, ex, "souls")
         routines = body.pop("routines", [])
-        docs = [{"apiVersion": "hermes-fleet/v1", "kind": "Bot", "metadata": {"name": bot["name"], **meta},
-                 "spec": {k: v for k, v in body.items() if k != "name"}}]
-        docs += [{"apiVersion": "hermes-fleet/v1", "kind": "Routine", "metadata": {"name": r["name"], **meta},
-                  "spec": {"bot": bot["name"], **{k: v for k, v in r.items() if k != "name"}}} for r in routines]
+        docs = [
+            {
+                "apiVersion": "hermes-fleet/v1",
+                "kind": "Bot",
+                "metadata": {"name": bot["name"], **meta},
+                "spec": {k: v for k, v in body.items() if k != "name"},
+            }
+        ]
+        docs += [
+            {
+                "apiVersion": "hermes-fleet/v1",
+                "kind": "Routine",
+                "metadata": {"name": r["name"], **meta},
+                "spec": {"bot": bot["name"], **{k: v for k, v in r.items() if k != "name"}},
+            }
+            for r in routines
+        ]
         put(f"bots/{bot['name']}.yaml", docs)
     for name, text in ex.souls.items():
         path = folder / "bots" / "souls" / f"{name}.md"

@@ -17,12 +17,16 @@ from controller.verbs import common, reporting
 def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
     result = common.load_valid(args)
     assert result.state is not None
-    return reconciling.plan_home(resolve_root(args.home), result.state, result.files,
-                                 options=common.options(args, **overrides), gateway=common.gateway_options(args))
+    return reconciling.plan_home(
+        resolve_root(args.home),
+        result.state,
+        result.files,
+        options=common.options(args, **overrides),
+        gateway=common.gateway_options(args),
+    )
 
 
-def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None,
-                kind: str = "plan") -> None:
+def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan") -> None:
     if args.output == "json":
         reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind))
         return
@@ -58,13 +62,20 @@ def cmd_apply(args: argparse.Namespace) -> int:
             render_plan(planned, args)
 
     planned, results = reconciling.apply_once(
-        resolve_root(args.home), result.state, result.files, options=common.options(args),
-        lock_timeout=args.lock_timeout, before_apply=show, on_conflict=lambda p: render_plan(p, args, kind="apply"),
-        gateway=common.gateway_options(args))
+        resolve_root(args.home),
+        result.state,
+        result.files,
+        options=common.options(args),
+        lock_timeout=args.lock_timeout,
+        before_apply=show,
+        on_conflict=lambda p: render_plan(p, args, kind="apply"),
+        gateway=common.gateway_options(args),
+    )
     plan = planned.plan
     if text_mode:
-        reporting.write(reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color),
-                                             not_applied=len(plan.errors)))
+        reporting.write(
+            reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color), not_applied=len(plan.errors))
+        )
     else:
         render_plan(planned, args, results=results, kind="apply")
     if results.failed or plan.errors:

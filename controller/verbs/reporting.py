@@ -12,7 +12,10 @@ import sys
 from typing import Any, TextIO
 from xml.sax.saxutils import escape, quoteattr
 
+from controller.core.types import Plan
 from controller.diagnostics import Diagnostic
+from controller.engine.applying import ApplyResult
+from controller.manifests.validating import ValidationResult
 
 JSON_SCHEMA_VERSION = 1
 
@@ -65,7 +68,7 @@ def validation_summary(result: Any) -> dict[str, Any]:
     }
 
 
-def validation_text(result: Any, *, strict: bool, color: bool) -> str:
+def validation_text(result: ValidationResult, *, strict: bool, color: bool) -> str:
     p = Palette(color)
     lines = []
     for diag in result.diagnostics:
@@ -79,14 +82,18 @@ def validation_text(result: Any, *, strict: bool, color: bool) -> str:
     what = ""
     if result.state is not None:
         c = result.state.counts
-        what = (f": fleet {result.state.fleet!r}, {c['bots']} bot(s), {c['routines']} routine(s), "
-                f"{c['sections']} section(s), {c['rooms']} room(s), {c['peers']} peer(s)")
-    lines.append(f"{verdict}{what} — {s['files']} file(s), {s['errors']} error(s), {s['warnings']} warning(s)"
-                 + (" (--strict: warnings fail)" if strict and s["warnings"] and not s["errors"] else ""))
+        what = (
+            f": fleet {result.state.fleet!r}, {c['bots']} bot(s), {c['routines']} routine(s), "
+            f"{c['sections']} section(s), {c['rooms']} room(s), {c['peers']} peer(s)"
+        )
+    lines.append(
+        f"{verdict}{what} — {s['files']} file(s), {s['errors']} error(s), {s['warnings']} warning(s)"
+        + (" (--strict: warnings fail)" if strict and s["warnings"] and not s["errors"] else "")
+    )
     return "\n".join(lines) + "\n"
 
 
-def validation_json(result: Any, *, strict: bool) -> str:
+def validation_json(result: ValidationResult, *, strict: bool) -> str:
     s = validation_summary(result)
     payload = {
         "schemaVersion": JSON_SCHEMA_VERSION,
@@ -106,7 +113,7 @@ def _gh_escape(text: str, *, prop: bool = False) -> str:
     return text
 
 
-def validation_github(result: Any, *, strict: bool) -> str:
+def validation_github(result: ValidationResult, *, strict: bool) -> str:
     """GitHub Actions workflow commands: one ::error / ::warning annotation per diagnostic."""
     lines = []
     for diag in result.diagnostics:
@@ -122,21 +129,25 @@ def validation_github(result: Any, *, strict: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def validation_junit(result: Any, *, strict: bool) -> str:
+def validation_junit(result: ValidationResult, *, strict: bool) -> str:
     """JUnit XML: one test case per manifest file; each diagnostic is a failure in it."""
     by_file: dict[str, list[Diagnostic]] = {f: [] for f in result.files}
     for diag in result.diagnostics:
         by_file.setdefault(diag.file, []).append(diag)
     failures = sum(1 for diags in by_file.values() if _fails(diags, strict))
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuites name="hermes-fleet validate" tests="{len(by_file)}" failures="{failures}">',
-           f'  <testsuite name="hermes-fleet validate" tests="{len(by_file)}" failures="{failures}" errors="0">']
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<testsuites name="hermes-fleet validate" tests="{len(by_file)}" failures="{failures}">',
+        f'  <testsuite name="hermes-fleet validate" tests="{len(by_file)}" failures="{failures}" errors="0">',
+    ]
     for file, diags in by_file.items():
         out.append(f'    <testcase classname="hermes-fleet.validate" name={quoteattr(file)}>')
         for diag in diags:
             if diag.severity == "error" or strict:
-                out.append(f'      <failure type={quoteattr(diag.code)} message={quoteattr(diag.message)}>'
-                           f"{escape(diag.render())}</failure>")
+                out.append(
+                    f"      <failure type={quoteattr(diag.code)} message={quoteattr(diag.message)}>"
+                    f"{escape(diag.render())}</failure>"
+                )
         warnings = [x.render() for x in diags if x.severity == "warning" and not strict]
         if warnings:
             out.append(f"      <system-out>{escape(chr(10).join(warnings))}</system-out>")
@@ -155,8 +166,17 @@ def write(text: str, stream: TextIO | None = None) -> None:
 
 # --- plans and apply results --------------------------------------------------------------------
 
-_SIGIL = {"create": "+", "update": "~", "adopt": "~", "delete": "-", "conflict": "!", "error": "!",
-          "orphan": "?", "release": "-", "no-op": "="}
+_SIGIL = {
+    "create": "+",
+    "update": "~",
+    "adopt": "~",
+    "delete": "-",
+    "conflict": "!",
+    "error": "!",
+    "orphan": "?",
+    "release": "-",
+    "no-op": "=",
+}
 _OP_SIGIL = {"add": "+", "change": "~", "remove": "-"}
 
 
@@ -167,7 +187,7 @@ def _fmt(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def plan_text(plan: Any, *, home: str, color: bool, verbose: bool = False) -> str:
+def plan_text(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> str:
     p = Palette(color)
     paint = {"+": p.green, "~": p.yellow, "-": p.red, "!": p.red, "?": p.cyan, "=": p.dim}
     lines = [p.bold(f"Fleet {plan.fleet!r}") + p.dim(f" · manifests {plan.digest[:19]} · home {home}"), ""]
@@ -179,8 +199,11 @@ def plan_text(plan: Any, *, home: str, color: bool, verbose: bool = False) -> st
         sigil = _SIGIL[change.action.value]
         label = f"{change.kind}/{change.name}"
         drift = p.yellow(" [drift]") if change.drift else ""
-        lines.append(paint[sigil](f"{sigil} {label}") + f"  {change.action.value}{drift}"
-                     + (p.dim(f" ({change.reason})") if change.reason else ""))
+        lines.append(
+            paint[sigil](f"{sigil} {label}")
+            + f"  {change.action.value}{drift}"
+            + (p.dim(f" ({change.reason})") if change.reason else "")
+        )
         for f in change.fields:
             s = _OP_SIGIL[f.op]
             if f.op == "add":
@@ -200,11 +223,10 @@ def plan_text(plan: Any, *, home: str, color: bool, verbose: bool = False) -> st
     return "\n".join(lines) + "\n"
 
 
-def plan_summary_line(plan: Any, p: Palette | None = None) -> str:
+def plan_summary_line(plan: Plan, p: Palette | None = None) -> str:
     p = p or Palette(False)
     c = plan.counts()
-    parts = [f"{c['create']} to create", f"{c['update']} to update", f"{c['adopt']} to adopt",
-             f"{c['delete']} to delete"]
+    parts = [f"{c['create']} to create", f"{c['update']} to update", f"{c['adopt']} to adopt", f"{c['delete']} to delete"]
     extra = []
     if c["orphan"]:
         extra.append(f"{c['orphan']} orphaned (kept; --prune deletes)")
@@ -225,7 +247,7 @@ def plan_summary_line(plan: Any, p: Palette | None = None) -> str:
     return head + (" " + "; ".join(extra) + "." if extra else "")
 
 
-def plan_json(plan: Any, *, home: str, results: Any = None, kind: str = "plan") -> str:
+def plan_json(plan: Plan, *, home: str, results: ApplyResult | None = None, kind: str = "plan") -> str:
     payload: dict[str, Any] = {
         "schemaVersion": JSON_SCHEMA_VERSION,
         "kind": kind,
@@ -236,28 +258,34 @@ def plan_json(plan: Any, *, home: str, results: Any = None, kind: str = "plan") 
         "notes": list(plan.notes),
         "objects": [
             {
-                "kind": c.kind, "name": c.name, "action": c.action.value, "reason": c.reason, "drift": c.drift,
+                "kind": c.kind.value,
+                "name": c.name,
+                "action": c.action.value,
+                "reason_code": c.code.value,
+                "reason": c.reason,
+                "drift": c.drift,
                 "origin": c.origin,
-                "fields": [{"field": f.field, "op": f.op, "old": f.old, "new": f.new, "secret": f.secret,
-                            "drift": f.drift} for f in c.fields],
+                "fields": [
+                    {"field": f.field, "op": f.op.value, "old": f.old, "new": f.new, "secret": f.secret, "drift": f.drift}
+                    for f in c.fields
+                ],
             }
             for c in plan.changes
         ],
     }
     if results is not None:
         payload["results"] = [
-            {"object": f"{o.change.kind}/{o.change.name}", "action": o.change.action.value, "ok": o.ok,
-             "error": o.error or None} for o in results.outcomes
+            {"object": o.change.key, "action": o.change.action.value, "ok": o.ok, "error": o.error or None}
+            for o in results.outcomes
         ]
         payload["summary"]["failed"] = len(results.failed)
     return json.dumps(payload, indent=2, default=str) + "\n"
 
 
-_DONE = {"create": "created", "update": "updated", "adopt": "adopted", "delete": "deleted (backed up)",
-         "release": "released"}
+_DONE = {"create": "created", "update": "updated", "adopt": "adopted", "delete": "deleted (backed up)", "release": "released"}
 
 
-def apply_text(results: Any, *, color: bool, not_applied: int = 0) -> str:
+def apply_text(results: ApplyResult, *, color: bool, not_applied: int = 0) -> str:
     p = Palette(color)
     lines = []
     for o in results.outcomes:
@@ -270,8 +298,10 @@ def apply_text(results: Any, *, color: bool, not_applied: int = 0) -> str:
             lines.append(p.red(f"{label}: failed") + f": {o.error}")
     done, failed = len(results.done), len(results.failed) + not_applied
     if failed:
-        lines.append(p.red(f"Apply finished with {failed} failure(s), {done} object(s) converged. ")
-                     + "Fix the causes above and run apply again; it picks up where this one stopped.")
+        lines.append(
+            p.red(f"Apply finished with {failed} failure(s), {done} object(s) converged. ")
+            + "Fix the causes above and run apply again; it picks up where this one stopped."
+        )
     else:
         lines.append(p.green(f"Apply complete: {done} object(s) changed."))
     return "\n".join(lines) + "\n"

@@ -19,6 +19,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
             print(f"{b.path.name}\tprofile {b.name}\tfleet {b.fleet}\t{b.created_at}")
         return ExitCode.OK
     restored = profiles.restore_profile(root, args.backup)
-    print(f"Restored {restored}. It is still marked as owned by its fleet: keep it in the manifests, "
-          "or the next apply lists it as an orphan.")
+    print(
+        f"Restored {restored}. It is still marked as owned by its fleet: keep it in the manifests, "
+        "or the next apply lists it as an orphan."
+    )
     return ExitCode.OK

@@ -14,7 +14,7 @@ from controller.adapters.home import profile_dir, resolve_root
 from controller.core import drift, rooms
 from controller.core.inventory import Inventory, split_key
 from controller.core.types import GatewayView
-from controller.engine import observing
+from controller.engine import observing, records
 from controller.engine.reconciling import Planned
 from controller.engine.watching import read_status
 from controller.errors import ControllerError, ExitCode
@@ -34,9 +34,20 @@ def cmd_status(args: argparse.Namespace) -> int:
     reports = [fleet_status(root, name, planned, args) for name in fleets]
     watch = read_status(root)
     if args.output == "json":
-        reporting.write(json.dumps({"schemaVersion": reporting.JSON_SCHEMA_VERSION, "kind": "status",
-                                    "home": str(root), "fleets": reports, "reconciler": watch},
-                                   indent=2, default=str) + "\n")
+        reporting.write(
+            json.dumps(
+                {
+                    "schemaVersion": reporting.JSON_SCHEMA_VERSION,
+                    "kind": "status",
+                    "home": str(root),
+                    "fleets": reports,
+                    "reconciler": watch,
+                },
+                indent=2,
+                default=str,
+            )
+            + "\n"
+        )
     else:
         color = reporting.use_color(sys.stdout, args.color)
         reporting.write(_status_text(root, reports, color=color) + _watch_text(watch, color=color))
@@ -46,19 +57,28 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse.Namespace | None = None) -> dict[str, Any]:
-    inventory = inventory_file.load(root, fleet)
+    inventory = records.load(root, fleet)
     objects = []
     view: GatewayView | None = None
     if inventory.keys_of("room"):  # one read-only look at the gateway
         mine = planned is not None and planned.state.fleet == fleet
         view = (planned.inputs.observed.rooms if mine and planned is not None else None) or observing.observe_rooms(
-            root, common.gateway_options(args))
+            root, common.gateway_options(args)
+        )
     for key in sorted(inventory.objects):
-        objects.append({"object": key, "drifted_fields": object_drift(root, inventory, key, view),
-                        "updated_at": inventory.objects[key].get("updated_at")})
+        objects.append(
+            {
+                "object": key,
+                "drifted_fields": object_drift(root, inventory, key, view),
+                "updated_at": inventory.objects[key].get("updated_at"),
+            }
+        )
     report: dict[str, Any] = {
-        "fleet": fleet, "managed": len(inventory.owned_bots()), "last_apply": inventory.last_apply,
-        "objects": objects, "drifted": sum(1 for o in objects if o["drifted_fields"]),
+        "fleet": fleet,
+        "managed": len(inventory.owned_bots()),
+        "last_apply": inventory.last_apply,
+        "objects": objects,
+        "drifted": sum(1 for o in objects if o["drifted_fields"]),
     }
     if planned is not None and planned.state.fleet == fleet:
         report["pending"] = {"changes_pending": planned.plan.has_changes, **planned.plan.counts()}
@@ -116,8 +136,7 @@ def _status_text(root: Path, reports: list[dict[str, Any]], *, color: bool) -> s
                 lines.append(p.red(f"  ! {o['object']}: {drifted}"))
             elif drifted:
                 lines.append(p.yellow(f"  ~ {o['object']}: drift in {', '.join(drifted)}"))
-        lines.append(f"  drift: {r['drifted']} object(s) differ from the last apply"
-                     + ("" if r["drifted"] else " (in sync)"))
+        lines.append(f"  drift: {r['drifted']} object(s) differ from the last apply" + ("" if r["drifted"] else " (in sync)"))
         if "pending" in r:
             lines.append(f"  manifests: {'changes pending' if r['pending']['changes_pending'] else 'no changes pending'}")
     return "\n".join(lines) + "\n"
@@ -129,12 +148,15 @@ def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:
     p = reporting.Palette(color)
     result = str(watch.get("last_result"))
     paint = p.green if result in ("applied", "in-sync") else (p.yellow if result in ("drift", "busy") else p.red)
-    lines = [p.bold("Reconciler") + f" (pid {watch.get('pid')}, {watch.get('mode')}, every {watch.get('interval')}s): "
-             f"source {watch.get('source')}",
-             "  last run: " + paint(result) + f" at revision {str(watch.get('last_revision'))[:16]}"
-             + (f" — {watch.get('message')}" if watch.get("message") else ""),
-             f"  last good revision: {str(watch.get('last_good_revision'))[:16]}; "
-             f"next run: {watch.get('next_run_at') or 'stopped'}"]
+    lines = [
+        p.bold("Reconciler") + f" (pid {watch.get('pid')}, {watch.get('mode')}, every {watch.get('interval')}s): "
+        f"source {watch.get('source')}",
+        "  last run: "
+        + paint(result)
+        + f" at revision {str(watch.get('last_revision'))[:16]}"
+        + (f" — {watch.get('message')}" if watch.get("message") else ""),
+        f"  last good revision: {str(watch.get('last_good_revision'))[:16]}; next run: {watch.get('next_run_at') or 'stopped'}",
+    ]
     if watch.get("drift"):
         lines.append(p.yellow(f"  drift: {', '.join(watch['drift'])}"))
     runs = watch.get("runs") or []

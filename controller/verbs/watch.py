@@ -13,19 +13,24 @@ from controller.errors import ExitCode, UsageError
 
 def build_source(args: argparse.Namespace, root: Path) -> LocalSource | GitSource:
     if args.git:
-        return GitSource(args.git, ref=args.ref, path=args.path, cache_root=state_dir(root) / "git",
-                         ssh_key=args.ssh_key)
+        return GitSource(args.git, ref=args.ref, path=args.path, cache_root=state_dir(root) / "git", ssh_key=args.ssh_key)
     if not args.files:
         raise UsageError("watch needs -f PATH or --git URL")
     return LocalSource(args.files, recursive=args.recursive)
 
 
-
 def cmd_watch(args: argparse.Namespace) -> int:
     root = resolve_root(args.home)
-    options = watching.Options(interval=args.interval, self_heal=args.self_heal, prune=args.prune, yes=args.yes,
-                      fleet=args.fleet, host=args.host, lock_timeout=args.lock_timeout,
-                      allow_history_rewrite=args.allow_history_rewrite)
+    options = watching.Options(
+        interval=args.interval,
+        self_heal=args.self_heal,
+        prune=args.prune,
+        yes=args.yes,
+        fleet=args.fleet,
+        host=args.host,
+        lock_timeout=args.lock_timeout,
+        allow_history_rewrite=args.allow_history_rewrite,
+    )
     log = watching.Log(args.log_format)
     source = build_source(args, root)
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -38,8 +43,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
             return once_exit(run)
         watching.install_signals(reconciler, log)
         server = watching.start_health(args.health_port, reconciler, log) if args.health_port is not None else None
-        log.event("started", home=str(root), source=getattr(source, "url", None) or " ".join(args.files or []),
-                  mode="self-heal" if options.self_heal else "report", interval=options.interval)
+        log.event(
+            "started",
+            home=str(root),
+            source=getattr(source, "url", None) or " ".join(args.files or []),
+            mode="self-heal" if options.self_heal else "report",
+            interval=options.interval,
+        )
         try:
             reconciler.loop()
         finally:
@@ -48,8 +58,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-
 def once_exit(run: watching.Run) -> int:
-    return {"stalled": ExitCode.BAD_INPUT, "conflict": ExitCode.CONFLICT, "busy": ExitCode.CONFLICT,
-            "partial": ExitCode.FAILED, "source-error": ExitCode.FAILED,
-            "interrupted": ExitCode.FAILED}.get(run.result, ExitCode.OK)
+    return {
+        "stalled": ExitCode.BAD_INPUT,
+        "conflict": ExitCode.CONFLICT,
+        "busy": ExitCode.CONFLICT,
+        "partial": ExitCode.FAILED,
+        "source-error": ExitCode.FAILED,
+        "interrupted": ExitCode.FAILED,
+    }.get(run.result, ExitCode.OK)

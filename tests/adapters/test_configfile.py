@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.errors import RefusedValue
 from controller.adapters.configfile import ConfigDoc
+from controller.errors import HermesStateError, RefusedValue
 from controller.hermes.defaults import effective_value
-from controller.errors import HermesStateError
 from tests.adapters.conftest import RealHermes
 
 SAMPLE = """\
@@ -63,9 +62,15 @@ def test_set_keeps_comments_order_and_unknown_keys():
     assert doc.set("approvals.timeout", 120) is True
     assert doc.set("checkpoints.enabled", True) is True
     text = doc.render()
-    for needle in ("# Hermes config, edited by hand", "# the router", "# approvals block",
-                   "# trailing comment", "custom_fleet_key: {a: 1}", "_config_version: 33",
-                   "    - hermes-cli"):
+    for needle in (
+        "# Hermes config, edited by hand",
+        "# the router",
+        "# approvals block",
+        "# trailing comment",
+        "custom_fleet_key: {a: 1}",
+        "_config_version: 33",
+        "    - hermes-cli",
+    ):
         assert needle in text
     keys = list(ConfigDoc.parse(text).as_dict())
     assert keys == ["model", "approvals", "toolsets", "custom_fleet_key", "_config_version", "checkpoints"]
@@ -99,8 +104,32 @@ def test_scalar_intermediate_becomes_a_mapping():
 
 def test_strings_that_pyyaml_would_misread_are_quoted():
     yaml = pytest.importorskip("yaml")
-    values = ["on", "off", "yes", "no", "y", "n", "1e3", "0755", "1:30", "~", "null", "", "2024-01-01",
-              "a: b", "- x", "#x", "'q'", "multi\nline", " lead", 1e-05, 0.5, None, True, 7]
+    values = [
+        "on",
+        "off",
+        "yes",
+        "no",
+        "y",
+        "n",
+        "1e3",
+        "0755",
+        "1:30",
+        "~",
+        "null",
+        "",
+        "2024-01-01",
+        "a: b",
+        "- x",
+        "#x",
+        "'q'",
+        "multi\nline",
+        " lead",
+        1e-05,
+        0.5,
+        None,
+        True,
+        7,
+    ]
     doc = ConfigDoc.parse(SAMPLE)
     doc.set("probe", values)
     assert yaml.safe_load(doc.render())["probe"] == values
@@ -165,8 +194,8 @@ def test_save_is_atomic_and_keeps_mode(tmp_path: Path):
 MANAGED = {
     "model.provider": "openrouter",
     "model.default": "anthropic/claude-sonnet-4",
-    "approvals.mode": "smart",          # equal to the 0.19 default
-    "checkpoints.enabled": False,       # equal to the 0.19 default
+    "approvals.mode": "smart",  # equal to the 0.19 default
+    "checkpoints.enabled": False,  # equal to the 0.19 default
     "checkpoints.max_snapshots": 5,
     "memory.memory_char_limit": 4000,
     "toolsets": ["hermes-cli", "web"],

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from controller.errors import RefusedValue
 from controller.adapters import envfile
-from controller.adapters.envfile import PROFILE_ENV_HEADER, EnvFile, read_env, write_env
-from controller.errors import HermesStateError
+from controller.adapters.envfile import EnvFile, read_env, write_env
+from controller.errors import HermesStateError, RefusedValue
+from controller.hermes.env import PROFILE_ENV_HEADER
 from tests.adapters.conftest import RealHermes
 
 # Values that exercise every quoting rule of save_env_value and python-dotenv's parser.
@@ -80,7 +80,7 @@ def test_get_reads_like_python_dotenv():
 
 
 def test_get_escapes_and_duplicates():
-    env = EnvFile.parse('A="x\\ty\\"z\\\\"\nB=\'q\\\'s\'\nA=second\nC\n')
+    env = EnvFile.parse("A=\"x\\ty\\\"z\\\\\"\nB='q\\'s'\nA=second\nC\n")
     assert env.get("A") == "second"  # dotenv: the last binding wins
     assert env.get("B") == "q's"
     assert env.get("C") is None
@@ -118,7 +118,7 @@ def test_remove():
         (" a", 'K=" a"'),
         ("a#b", 'K="a#b"'),
         ('a"b', 'K="a\\"b"'),
-        ("a'b", "K=\"a'b\""),
+        ("a'b", 'K="a\'b"'),
         ("a\\b", "K=a\\b"),
         ("a\\ b", 'K="a\\\\ b"'),
         ("a\tb", 'K="a\tb"'),

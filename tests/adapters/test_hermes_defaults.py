@@ -33,11 +33,7 @@ def test_all_eight_checkpoint_keys_are_listed():
     assert len(keys) == 8
 
 
-_DUMP_DEFAULTS = (
-    "import json\n"
-    "from hermes_cli.config import DEFAULT_CONFIG\n"
-    "print(json.dumps(DEFAULT_CONFIG, default=repr))\n"
-)
+_DUMP_DEFAULTS = "import json\nfrom hermes_cli.config import DEFAULT_CONFIG\nprint(json.dumps(DEFAULT_CONFIG, default=repr))\n"
 
 
 def _dig(tree: dict, dotted: str) -> tuple[bool, object]:

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.errors import RefusedValue
 from controller.adapters import fsio
 from controller.adapters.profilemeta import ProfileMeta
-from controller.errors import ConflictError, HermesStateError
+from controller.errors import ConflictError, HermesStateError, RefusedValue
 from tests.adapters.conftest import RealHermes
 
 EXISTING = """\
@@ -46,8 +45,12 @@ def test_reads_fields(tmp_path: Path):
     meta = _meta(tmp_path)
     assert meta.description == "Research bot"
     assert meta.display_name is None
-    assert meta.bot_record() == {"title": "Researcher", "color": "#8b5cf6", "hidden": False,
-                                 "desktopOnlyKey": "keep-me-only-if-sent"}
+    assert meta.bot_record() == {
+        "title": "Researcher",
+        "color": "#8b5cf6",
+        "hidden": False,
+        "desktopOnlyKey": "keep-me-only-if-sent",
+    }
     assert meta.revision() == 7
     assert meta.revision("hermes-bots-groups") == 2
     assert meta.revision("nobody") == 0

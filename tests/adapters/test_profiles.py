@@ -235,8 +235,7 @@ def test_clone_strips_messaging_channels(hermes_root: Path) -> None:
     env = path / ".env"
     assert mode(env) == 0o600  # tightened, whatever the source mode
     assert env.read_text() == (
-        "# my keys\nOPENAI_API_KEY=sk-model\nexport FIRECRAWL_API_KEY=fc-tool\n"
-        "HASS_TOKEN=ha\n\nCUSTOM_THING=1\n"
+        "# my keys\nOPENAI_API_KEY=sk-model\nexport FIRECRAWL_API_KEY=fc-tool\nHASS_TOKEN=ha\n\nCUSTOM_THING=1\n"
     )
     config = (path / "config.yaml").read_text()
     for gone in ("platforms:", "telegram:", "discord:", "multiplex_profiles", "profile_routes", "111:tg"):

@@ -63,9 +63,7 @@ def test_new_db_is_wal_and_carries_the_hermes_schema_marker(profile: Path) -> No
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT version FROM schema_version").fetchall() == [(22,)]
-        index = conn.execute(
-            "SELECT sql FROM sqlite_master WHERE name = 'idx_sessions_title_unique'"
-        ).fetchone()[0]
+        index = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'idx_sessions_title_unique'").fetchone()[0]
         assert "UNIQUE" in index
     finally:
         conn.close()
@@ -74,8 +72,7 @@ def test_new_db_is_wal_and_carries_the_hermes_schema_marker(profile: Path) -> No
 def test_existing_db_keeps_its_journal_mode(profile: Path) -> None:
     """Hermes falls back to rollback mode where WAL is unsupported; we must not switch it back."""
     conn = sqlite3.connect(profile / "state.db")
-    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, title TEXT, "
-                 "started_at REAL NOT NULL)")
+    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, title TEXT, started_at REAL NOT NULL)")
     conn.commit()
     conn.close()
     assert sessions.ensure_bot_chat(profile) is True
@@ -107,12 +104,8 @@ def test_find_reads_through_an_open_wal(profile: Path) -> None:
         holder.close()
 
 
-@pytest.mark.parametrize(
-    ("source", "archived"), [("kanban", 0), ("tool", 0), ("cli", 1)], ids=["kanban", "tool", "archived"]
-)
-def test_unusable_title_holder_is_absent_and_never_duplicated(
-    profile: Path, source: str, archived: int
-) -> None:
+@pytest.mark.parametrize(("source", "archived"), [("kanban", 0), ("tool", 0), ("cli", 1)], ids=["kanban", "tool", "archived"])
+def test_unusable_title_holder_is_absent_and_never_duplicated(profile: Path, source: str, archived: int) -> None:
     sessions.ensure_bot_chat(profile)
     db = profile / "state.db"
     conn = sqlite3.connect(db)

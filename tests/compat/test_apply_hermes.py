@@ -131,9 +131,7 @@ def test_env_normalised_by_hermes_is_not_drift(hermes: HermesCLI, hermes_root: P
     assert_converged(fleet, hermes_root)
 
 
-def test_hand_edit_through_hermes_on_a_managed_key_is_drift(
-    hermes: HermesCLI, hermes_root: Path, fleet: Path
-) -> None:
+def test_hand_edit_through_hermes_on_a_managed_key_is_drift(hermes: HermesCLI, hermes_root: Path, fleet: Path) -> None:
     assert apply(fleet, hermes_root).code == 0
     hermes.run("config", "set", "model.default", "gpt-5", profile="researcher")
     obj = changes(fleet, hermes_root)["bot/researcher"]
@@ -159,9 +157,7 @@ def test_profiles_made_by_hermes_are_untouched(hermes: HermesCLI, hermes_root: P
     assert "writer" not in listed_profiles(hermes)  # pruned: owned by the fleet
 
 
-def test_apply_over_a_hermes_created_profile_with_adopt(
-    hermes: HermesCLI, hermes_root: Path, fleet: Path
-) -> None:
+def test_apply_over_a_hermes_created_profile_with_adopt(hermes: HermesCLI, hermes_root: Path, fleet: Path) -> None:
     hermes.run("profile", "create", "researcher", "--no-alias", "--description", "made by hand")
     hermes.run("config", "set", "agent.max_turns", "5", profile="researcher")
     before = snapshot(hermes_root)

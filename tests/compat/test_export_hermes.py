@@ -17,8 +17,7 @@ def test_hand_built_home_exports_and_adopts_without_other_changes(hermes, tmp_pa
     hermes.run("profile", "create", "scout", "--no-alias", "--description", "Looks around.")
     hermes.run("config", "set", "model.default", "anthropic/claude-sonnet-4", profile="scout")
     hermes.run("config", "set", "memory.memory_char_limit", "3000", profile="scout")
-    made = hermes.run("cron", "create", "every 2h", "Sweep the inbox.", "--name", "[bot:scout] sweep",
-                      profile="scout")
+    made = hermes.run("cron", "create", "every 2h", "Sweep the inbox.", "--name", "[bot:scout] sweep", profile="scout")
     assert "Created" in made.stdout or "created" in made.stdout.lower(), made.stdout
     hermes.run("cron", "create", "0 9 * * *", "Untagged job", "--name", "plain", profile="scout")
 

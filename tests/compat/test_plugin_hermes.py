@@ -1,6 +1,6 @@
 """`hermes apply -f …` and `hermes fleet <verb>` through the real Hermes 0.19.0 plugin loader.
 
-Facts (hermes-formats.md section F): pip plugins come from the `hermes_agent.plugins` entry-point
+Facts (docs/hermes/files.md#plugins): pip plugins come from the `hermes_agent.plugins` entry-point
 group, must be enabled in the config of the HERMES_HOME the command runs under, and the handler's
 return value is ignored (we exit with our own code). scripts/test installs this package into the
 Hermes venv so the entry point is visible, as `pip install hermes-fleet` beside Hermes would.
@@ -70,8 +70,9 @@ def test_hermes_apply_converges_and_hermes_sees_the_result(plugin_hermes, tmp_pa
 
 def test_hermes_apply_exit_codes_follow_the_contract(plugin_hermes, tmp_path):
     plugin_hermes.run("plugins", "enable", "fleet", "--no-allow-tool-override")
-    broken = _write(tmp_path, "apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: plug}\nspec: {bots: [{nmae: x}]}\n",
-                    "broken.yaml")
+    broken = _write(
+        tmp_path, "apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: plug}\nspec: {bots: [{nmae: x}]}\n", "broken.yaml"
+    )
     bad = plugin_hermes.run("apply", "-f", str(broken), check=False)
     assert bad.returncode == 2
     assert "broken.yaml:4:" in bad.stderr and "did you mean 'name'" in bad.stderr
@@ -80,8 +81,9 @@ def test_hermes_apply_exit_codes_follow_the_contract(plugin_hermes, tmp_path):
     conflict = plugin_hermes.run("apply", "-f", str(_write(tmp_path, FLEET)), check=False)
     assert conflict.returncode == 3, conflict.stdout + conflict.stderr
     assert "--adopt" in conflict.stderr + conflict.stdout
-    pending = plugin_hermes.run("fleet", "plan", "-f", str(tmp_path / "fleet.yaml"), "--adopt",
-                                "--detailed-exitcode", check=False)
+    pending = plugin_hermes.run(
+        "fleet", "plan", "-f", str(tmp_path / "fleet.yaml"), "--adopt", "--detailed-exitcode", check=False
+    )
     assert pending.returncode == 4
 
 

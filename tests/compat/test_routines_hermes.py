@@ -56,17 +56,24 @@ def env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
 
 
-def test_hermes_lists_runs_and_ticks_what_apply_wrote(hermes: HermesCLI, hermes_root: Path, tmp_path: Path,
-                                                       env: None) -> None:
-    manifest = write_fleet(tmp_path / "m", [
-        {"name": "default", "routines": [{"name": "Morning", "schedule": "0 9 * * 1-5", "prompt": "Say hi"}]},
-        {"name": "alpha", "title": "Alpha", "config": {"timezone": "Asia/Kolkata"}, "routines": [
-            {"name": "Digest", "schedule": "30 7 * * *", "prompt": "Summarize 'news'", "skills": ["notes"]},
-            {"name": "Sweep", "schedule": "every 2h", "script": "hello.sh", "no_agent": True},
-            {"name": "Hold", "schedule": "every 1d", "prompt": "wait", "paused": True, "paused_reason": "away"},
-            {"name": "Later", "schedule": "2030-01-02T03:04", "script": "hello.sh", "no_agent": True},
-        ]},
-    ])
+def test_hermes_lists_runs_and_ticks_what_apply_wrote(hermes: HermesCLI, hermes_root: Path, tmp_path: Path, env: None) -> None:
+    manifest = write_fleet(
+        tmp_path / "m",
+        [
+            {"name": "default", "routines": [{"name": "Morning", "schedule": "0 9 * * 1-5", "prompt": "Say hi"}]},
+            {
+                "name": "alpha",
+                "title": "Alpha",
+                "config": {"timezone": "Asia/Kolkata"},
+                "routines": [
+                    {"name": "Digest", "schedule": "30 7 * * *", "prompt": "Summarize 'news'", "skills": ["notes"]},
+                    {"name": "Sweep", "schedule": "every 2h", "script": "hello.sh", "no_agent": True},
+                    {"name": "Hold", "schedule": "every 1d", "prompt": "wait", "paused": True, "paused_reason": "away"},
+                    {"name": "Later", "schedule": "2030-01-02T03:04", "script": "hello.sh", "no_agent": True},
+                ],
+            },
+        ],
+    )
     ok(apply(manifest, hermes_root, "--adopt"))
 
     shown = listed(hermes, "alpha")
@@ -82,8 +89,7 @@ def test_hermes_lists_runs_and_ticks_what_apply_wrote(hermes: HermesCLI, hermes_
     assert by_name["[bot:alpha] Later"][1]["Repeat"] == "0/1"
     assert "[bot:alpha] Hold" not in hermes.run("cron", "list", profile="alpha").stdout  # paused: only --all
     (root_job,) = listed(hermes, "default").values()
-    assert (root_job["Name"], root_job["Schedule"], root_job["state"]) == ("[bot:default] Morning", "0 9 * * 1-5",
-                                                                           "active")
+    assert (root_job["Name"], root_job["Schedule"], root_job["state"]) == ("[bot:default] Morning", "0 9 * * 1-5", "active")
 
     # Hermes runs the no-agent job and writes its runtime fields; that is not drift.
     scripts = profile(hermes_root, "alpha") / "scripts"
@@ -96,7 +102,8 @@ def test_hermes_lists_runs_and_ticks_what_apply_wrote(hermes: HermesCLI, hermes_
     ran = next(j for j in jobs(hermes_root, "alpha") if j["id"] == sweep)
     assert ran["last_status"] == "ok" and ran["last_run_at"] and ran["repeat"]["completed"] == 1
     assert "hello-from-routine" in "".join(
-        p.read_text() for p in (profile(hermes_root, "alpha") / "cron" / "output" / sweep).iterdir())
+        p.read_text() for p in (profile(hermes_root, "alpha") / "cron" / "output" / sweep).iterdir()
+    )
     hermes.run("cron", "tick", profile="alpha")
     assert_converged(manifest, hermes_root)
 
@@ -122,15 +129,23 @@ def test_hermes_lists_runs_and_ticks_what_apply_wrote(hermes: HermesCLI, hermes_
     assert_converged(manifest, hermes_root)
 
 
-def test_hermes_cron_create_racing_apply_loses_no_job(hermes: HermesCLI, hermes_root: Path, tmp_path: Path,
-                                                      env: None) -> None:
+def test_hermes_cron_create_racing_apply_loses_no_job(hermes: HermesCLI, hermes_root: Path, tmp_path: Path, env: None) -> None:
     rounds, per_round = 15, 3
 
     def manifest(version: int) -> Path:
-        return write_fleet(tmp_path / "m", [{"name": "alpha", "title": "Alpha", "routines": [
-            {"name": "Changing", "schedule": "every 1h", "prompt": f"version {version}"},
-            {"name": "Steady", "schedule": "0 6 * * *", "prompt": "steady"},
-        ]}])
+        return write_fleet(
+            tmp_path / "m",
+            [
+                {
+                    "name": "alpha",
+                    "title": "Alpha",
+                    "routines": [
+                        {"name": "Changing", "schedule": "every 1h", "prompt": f"version {version}"},
+                        {"name": "Steady", "schedule": "0 6 * * *", "prompt": "steady"},
+                    ],
+                }
+            ],
+        )
 
     ok(apply(manifest(0), hermes_root))
     version = 0
@@ -138,8 +153,13 @@ def test_hermes_cron_create_racing_apply_loses_no_job(hermes: HermesCLI, hermes_
         procs = [
             subprocess.Popen(
                 [str(hermes.binary), "-p", "alpha", "cron", "create", "every 1h", f"x{r}-{i}", "--name", f"ext{r}-{i}"],
-                env=hermes.env(), cwd=hermes.userhome, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, text=True)
+                env=hermes.env(),
+                cwd=hermes.userhome,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
             for i in range(per_round)
         ]
         # Keep rewriting the store (a new prompt each time) until every Hermes writer has finished;

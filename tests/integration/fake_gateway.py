@@ -1,6 +1,6 @@
 """A loopback Hermes gateway for tests: a real control socket and a real WebSocket JSON-RPC server.
 
-Follows the contract in /work/shared/reference/gateway-groups-contract.md, as read from Hermes'
+Follows the contract in docs/hermes/gateway.md, as read from Hermes'
 source (public copies; facts only, no code copied):
 
 - `tui_gateway/methods_groups.py` @ dokterdok/hermes-agent 0b6fb696227f90ebda2a56b7be54960fc501351b
@@ -40,12 +40,28 @@ from websockets.sync.server import serve
 IDENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 READS = {"groups.capabilities", "groups.list", "groups.state"}
 NEW_METHODS = [
-    "groups.capabilities", "groups.list", "groups.create", "groups.state", "groups.send", "groups.rename",
-    "groups.members.update", "groups.policy.update", "groups.log", "groups.disband", "groups.stop",
-    "groups.peer.invite", "groups.peer.revoke", "groups.peer.register",
+    "groups.capabilities",
+    "groups.list",
+    "groups.create",
+    "groups.state",
+    "groups.send",
+    "groups.rename",
+    "groups.members.update",
+    "groups.policy.update",
+    "groups.log",
+    "groups.disband",
+    "groups.stop",
+    "groups.peer.invite",
+    "groups.peer.revoke",
+    "groups.peer.register",
 ]
-DEFAULT_POLICY = {"mode": "legacy_bounded", "default_responder": "all", "leader_member_id": None,
-                  "max_turns_per_window": 10, "window_seconds": 60}
+DEFAULT_POLICY = {
+    "mode": "legacy_bounded",
+    "default_responder": "all",
+    "leader_member_id": None,
+    "max_turns_per_window": 10,
+    "window_seconds": 60,
+}
 
 
 class Refusal(Exception):
@@ -85,8 +101,14 @@ class FakeGateway:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self, *, control_socket: bool = True) -> FakeGateway:
-        self._server = serve(self._handler, "127.0.0.1", 0, subprotocols=["hermes-gateway-v1"],
-                             process_request=self._process_request, compression=None)
+        self._server = serve(
+            self._handler,
+            "127.0.0.1",
+            0,
+            subprotocols=["hermes-gateway-v1"],
+            process_request=self._process_request,
+            compression=None,
+        )
         self.port = self._server.socket.getsockname()[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -159,10 +181,18 @@ class FakeGateway:
 
     def descriptor(self) -> dict[str, Any]:
         home = str(self.home.resolve())
-        return {"protocol": 1, "runtime_protocol": 1, "state": "ready", "instance_id": self.instance_id,
-                "authority_epoch": 1, "api_origin": self.origin, "supervisor": "none",
-                "served_profiles": [{"profile_id": home, "home": home}],
-                "capabilities": ["session-authority-v1"], "hermes_home": home}
+        return {
+            "protocol": 1,
+            "runtime_protocol": 1,
+            "state": "ready",
+            "instance_id": self.instance_id,
+            "authority_epoch": 1,
+            "api_origin": self.origin,
+            "supervisor": "none",
+            "served_profiles": [{"profile_id": home, "home": home}],
+            "capabilities": ["session-authority-v1"],
+            "hermes_home": home,
+        }
 
     def _control_reply(self, request: dict[str, Any]) -> dict[str, Any]:
         verb = request.get("verb")
@@ -175,8 +205,7 @@ class FakeGateway:
             ticket = "tkt-" + secrets.token_urlsafe(18)
             with self.lock:
                 self.tickets.add(ticket)
-            return {"ticket": ticket, "profile_id": params["profile_id"], "instance_id": self.instance_id,
-                    "runtime_protocol": 1}
+            return {"ticket": ticket, "profile_id": params["profile_id"], "instance_id": self.instance_id, "runtime_protocol": 1}
         raise Refusal(0, f"unknown verb {verb}")
 
     # --- WebSocket ---------------------------------------------------------------------------
@@ -186,7 +215,7 @@ class FakeGateway:
             return connection.respond(HTTPStatus(self.http_status), "injected failure\n")
         offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
         self.handshakes.append(offered)
-        tickets = [p[len("hermes-gateway-ticket."):] for p in offered if p.startswith("hermes-gateway-ticket.")]
+        tickets = [p[len("hermes-gateway-ticket.") :] for p in offered if p.startswith("hermes-gateway-ticket.")]
         if "hermes-gateway-v1" not in offered or len(tickets) != 1:
             return connection.respond(HTTPStatus.FORBIDDEN, "ticket_invalid\n")
         with self.lock:
@@ -197,8 +226,7 @@ class FakeGateway:
         return None
 
     def _handler(self, ws: Any) -> None:
-        ws.send(json.dumps({"jsonrpc": "2.0", "method": "event",
-                            "params": {"type": "gateway.ready", "payload": {"skin": {}}}}))
+        ws.send(json.dumps({"jsonrpc": "2.0", "method": "event", "params": {"type": "gateway.ready", "payload": {"skin": {}}}}))
         for raw in ws:
             message = json.loads(raw)
             rid, method, params = message.get("id"), message.get("method"), message.get("params") or {}
@@ -248,13 +276,23 @@ class FakeGateway:
             raise Refusal(4123, "Group Chat worker is unavailable. Restart the Hermes gateway and try again.")
 
     def _groups_capabilities(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"protocol_version": 2, "driver": self.driver, "persistent_process": False,
-                "authority_gateway_id": self.install_id,
-                "room_link": {"enabled": False, "reason": "gateway_roomlink_secret_unavailable"},
-                "participant_tools": {"core": True, "native": False, "peer": False},
-                "features": ["authority_epoch", "replayable_disband", "local_membership_revision",
-                             "rename_revision", "responder_policy_v1"],
-                "methods": list(self.methods), "max_log_limit": 500}
+        return {
+            "protocol_version": 2,
+            "driver": self.driver,
+            "persistent_process": False,
+            "authority_gateway_id": self.install_id,
+            "room_link": {"enabled": False, "reason": "gateway_roomlink_secret_unavailable"},
+            "participant_tools": {"core": True, "native": False, "peer": False},
+            "features": [
+                "authority_epoch",
+                "replayable_disband",
+                "local_membership_revision",
+                "rename_revision",
+                "responder_policy_v1",
+            ],
+            "methods": list(self.methods),
+            "max_log_limit": 500,
+        }
 
     def _groups_list(self, params: dict[str, Any]) -> dict[str, Any]:
         limit, offset = params.get("limit", 500), params.get("offset", 0)
@@ -264,7 +302,7 @@ class FakeGateway:
             raise Refusal(5110, "offset must be a non-negative integer")
         rooms = [r for r in self.rooms.values() if params.get("include_disbanded") is True or not r.get("disbanded_at")]
         rooms.sort(key=lambda r: (-r["updated_at"], r["room_id"]))
-        page = rooms[offset:offset + limit]
+        page = rooms[offset : offset + limit]
         return {"rooms": [self._view(r) for r in page], "next_offset": offset + limit if len(page) == limit else None}
 
     def _view(self, room: dict[str, Any]) -> dict[str, Any]:
@@ -340,9 +378,19 @@ class FakeGateway:
         if sum(1 for r in self.rooms.values() if not r.get("disbanded_at")) >= 256:
             raise Refusal(4110, "This host has too many active Group Chats. Delete one and try again.")
         now = self._tick()
-        room = {"room_id": room_id, "name": name, "members": members, "retired_members": [],
-                "responder_policy": {}, "authority_gateway_id": self.install_id, "authority_epoch": 1,
-                "revision": 1, "created_at": now, "updated_at": now, "idempotent": False}
+        room = {
+            "room_id": room_id,
+            "name": name,
+            "members": members,
+            "retired_members": [],
+            "responder_policy": {},
+            "authority_gateway_id": self.install_id,
+            "authority_epoch": 1,
+            "revision": 1,
+            "created_at": now,
+            "updated_at": now,
+            "idempotent": False,
+        }
         self.rooms[room_id] = room
         fresh = copy.deepcopy(room)
         return {"room": fresh}  # a fresh create has no latest_seq
@@ -477,8 +525,14 @@ class FakeGateway:
         room["disbanded_at"] = self._tick()
         self._bump(room)
         self.retired.add(room_id)
-        return {"tombstone": {"room_id": room_id, "disbanded_at": room["disbanded_at"], "idempotent": False,
-                              "event": {"kind": "room.disbanded", "event_id": "system:room-disbanded"}}}
+        return {
+            "tombstone": {
+                "room_id": room_id,
+                "disbanded_at": room["disbanded_at"],
+                "idempotent": False,
+                "event": {"kind": "room.disbanded", "event_id": "system:room-disbanded"},
+            }
+        }
 
     # --- test helpers (edits "in the Desktop") ------------------------------------------------
 

@@ -75,9 +75,7 @@ def assert_converged(manifest: Path, home: Path) -> None:
     assert "No changes" in run.out, run.out
 
 
-def write_fleet(
-    folder: Path, bots: list[dict[str, Any]], *, fleet: str = "acme", name: str = "fleet.yaml", **spec: Any
-) -> Path:
+def write_fleet(folder: Path, bots: list[dict[str, Any]], *, fleet: str = "acme", name: str = "fleet.yaml", **spec: Any) -> Path:
     """One `Fleet` document (written as JSON, which is YAML) with these bots and extra spec keys."""
     folder.mkdir(parents=True, exist_ok=True)
     doc = {
@@ -134,12 +132,7 @@ def tiny_png(rgb: tuple[int, int, int] = (200, 30, 60)) -> bytes:
     """A valid 1x1 PNG."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(data))
-            + kind
-            + data
-            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-        )
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
     pixels = zlib.compress(b"\x00" + bytes(rgb))

@@ -25,6 +25,7 @@ def other_writer():
                 played.append(Path(path))
                 with open(path, "a", encoding="utf-8") as handle:  # the other writer wins the race
                     handle.write(append)
+
         fsio.WRITE_HOOKS.append(hook)
         return played
 
@@ -60,8 +61,10 @@ def test_a_secret_that_env_cannot_carry_fails_its_bot_before_any_write(home: Pat
 
     secret = tmp_path / "multi-line.secret"
     secret.write_text("line one\nline two\n")
-    bots = [{"name": "good", "title": "Good"},
-            {"name": "bad", "title": "Bad", "toolsets": ["web"], "env": {"TOKEN": {"from_file": str(secret)}}}]
+    bots = [
+        {"name": "good", "title": "Good"},
+        {"name": "bad", "title": "Bad", "toolsets": ["web"], "env": {"TOKEN": {"from_file": str(secret)}}},
+    ]
     assert apply(write_fleet(manifests, [bots[0]]), home).code == 0
     before_good = snapshot(profile(home, "good"))
     run = apply(write_fleet(manifests, bots), home)

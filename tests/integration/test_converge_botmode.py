@@ -113,9 +113,7 @@ def test_unknown_keys_foreign_namespaces_and_groups_survive(home: Path, manifest
             }
         )
     )
-    manifest = write_fleet(
-        manifests, [{"name": "researcher", "title": "Research Buddy", "description": "new"}]
-    )
+    manifest = write_fleet(manifests, [{"name": "researcher", "title": "Research Buddy", "description": "new"}])
     run = apply(manifest, home, "--adopt")
     assert run.code == 0, run.text
 

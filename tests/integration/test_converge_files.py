@@ -140,9 +140,7 @@ def test_referenced_secrets_land_in_env(home: Path, manifests: Path, tmp_path: P
 def test_other_env_lines_are_kept(home: Path, manifests: Path) -> None:
     original = "# my notes\nEXISTING_KEY=keep-me\n\nexport OTHER=1\nOPENROUTER_API_KEY=old\n"
     bot = _existing_bot(home, "researcher", env=original)
-    manifest = write_fleet(
-        manifests, [{"name": "researcher", "env": {"OPENROUTER_API_KEY": {"from_env": "OR_KEY"}}}]
-    )
+    manifest = write_fleet(manifests, [{"name": "researcher", "env": {"OPENROUTER_API_KEY": {"from_env": "OR_KEY"}}}])
     assert apply(manifest, home, "--adopt").code == 0
     text = (bot / ".env").read_text()
     assert text == original.replace("OPENROUTER_API_KEY=old", f"OPENROUTER_API_KEY={SECRET_OR}")
@@ -166,9 +164,7 @@ def test_peer_key_goes_to_the_root_env(home: Path, manifests: Path) -> None:
     assert_converged(manifest, home)
 
 
-def test_missing_env_var_fails_that_bot_only(
-    home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_env_var_fails_that_bot_only(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NOT_EXPORTED", raising=False)
     manifest = write_fleet(
         manifests,
@@ -201,9 +197,7 @@ def test_missing_secret_file_is_an_error_not_a_crash(home: Path, manifests: Path
 def test_changing_a_secret_at_its_source_updates_env_without_showing_it(
     home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    manifest = write_fleet(
-        manifests, [{"name": "bot", "env": {"OPENROUTER_API_KEY": {"from_env": "OR_KEY"}}}]
-    )
+    manifest = write_fleet(manifests, [{"name": "bot", "env": {"OPENROUTER_API_KEY": {"from_env": "OR_KEY"}}}])
     assert apply(manifest, home).code == 0
     monkeypatch.setenv("OR_KEY", "rotated-SECRETVALUE-000")
     planned = changes(manifest, home)
@@ -214,15 +208,11 @@ def test_changing_a_secret_at_its_source_updates_env_without_showing_it(
     assert apply(manifest, home, "--dry-run").code == 0
     assert snapshot(home) == before
     assert apply(manifest, home).code == 0
-    assert (
-        envfile.read_env(profile(home, "bot") / ".env").get("OPENROUTER_API_KEY") == "rotated-SECRETVALUE-000"
-    )
+    assert envfile.read_env(profile(home, "bot") / ".env").get("OPENROUTER_API_KEY") == "rotated-SECRETVALUE-000"
 
 
 def test_secret_dropped_from_the_manifests_is_removed_without_showing_it(home: Path, manifests: Path) -> None:
-    manifest = write_fleet(
-        manifests, [{"name": "bot", "env": {"OPENROUTER_API_KEY": {"from_env": "OR_KEY"}, "LOG_LEVEL": "x"}}]
-    )
+    manifest = write_fleet(manifests, [{"name": "bot", "env": {"OPENROUTER_API_KEY": {"from_env": "OR_KEY"}, "LOG_LEVEL": "x"}}])
     assert apply(manifest, home).code == 0
     manifest = write_fleet(manifests, [{"name": "bot", "env": {"LOG_LEVEL": "x"}}])
     field = fields(changes(manifest, home)["bot/bot"])["env:OPENROUTER_API_KEY"]
@@ -236,9 +226,7 @@ def test_secret_dropped_from_the_manifests_is_removed_without_showing_it(home: P
 
 
 def test_hand_edited_secret_is_kept_when_dropped_from_the_manifests(home: Path, manifests: Path) -> None:
-    manifest = write_fleet(
-        manifests, [{"name": "bot", "env": {"OPENROUTER_API_KEY": {"from_env": "OR_KEY"}}}]
-    )
+    manifest = write_fleet(manifests, [{"name": "bot", "env": {"OPENROUTER_API_KEY": {"from_env": "OR_KEY"}}}])
     assert apply(manifest, home).code == 0
     env_path = profile(home, "bot") / ".env"
     env_path.write_text(env_path.read_text().replace(SECRET_OR, "rotated-by-hand"))

@@ -9,8 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from controller.adapters import locking
-from controller.adapters import envfile
+from controller.adapters import envfile, locking
 from tests.integration.conftest import SECRET_PEER
 from tests.integration.helpers import (
     apply,
@@ -24,9 +23,7 @@ from tests.integration.helpers import (
 )
 
 
-def test_one_failing_bot_does_not_stop_the_others_and_the_next_apply_finishes(
-    home: Path, manifests: Path
-) -> None:
+def test_one_failing_bot_does_not_stop_the_others_and_the_next_apply_finishes(home: Path, manifests: Path) -> None:
     bots = [{"name": "alpha", "title": "Alpha"}, {"name": "beta", "title": "Beta"}]
     manifest = write_fleet(manifests, bots)
     assert apply(manifest, home).code == 0
@@ -212,9 +209,7 @@ def test_install_wide_settings_land_in_the_root_config(home: Path, manifests: Pa
 def test_two_fleets_cannot_both_own_an_install_wide_key(home: Path, manifests: Path) -> None:
     a = write_fleet(manifests / "a", [{"name": "a-bot"}], fleet="team-a", config={"timezone": "UTC"})
     assert apply(a, home).code == 0
-    b = write_fleet(
-        manifests / "b", [{"name": "b-bot"}], fleet="team-b", config={"timezone": "Europe/Berlin"}
-    )
+    b = write_fleet(manifests / "b", [{"name": "b-bot"}], fleet="team-b", config={"timezone": "Europe/Berlin"})
     run = apply(b, home, "--adopt")
     assert run.code == 3, run.text
     assert read_yaml(home / "config.yaml")["timezone"] == "UTC"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from controller.adapters import envfile
 from controller.adapters.profiles import PROFILE_DIRS
+from controller.hermes.env import PROFILE_ENV_HEADER
 from tests.integration.helpers import apply, assert_converged, mode, profile, write_fleet
 
 
@@ -19,7 +19,7 @@ def test_new_bot_gets_the_hermes_profile_layout(home: Path, manifests: Path) -> 
         assert (bot / sub).is_dir(), sub
     env = bot / ".env"
     assert mode(env) == 0o600
-    assert env.read_text().startswith(envfile.PROFILE_ENV_HEADER)
+    assert env.read_text().startswith(PROFILE_ENV_HEADER)
     assert not (bot / ".no-bundled-skills").exists()
     assert_converged(manifest, home)
 

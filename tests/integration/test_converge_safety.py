@@ -239,9 +239,7 @@ def test_hand_edited_ui_meta_field_is_kept_when_released(home: Path, manifests: 
     manifest = write_fleet(manifests, [{"name": "bot", "title": "T", "hidden": True}])
     assert apply(manifest, home).code == 0
     meta = profile(home, "bot") / "profile.yaml"
-    meta.write_text(
-        meta.read_text().replace("hidden: true", "hidden: false").replace("title: T", "title: Mine")
-    )
+    meta.write_text(meta.read_text().replace("hidden: true", "hidden: false").replace("title: T", "title: Mine"))
     manifest = write_fleet(manifests, [{"name": "bot", "title": "T"}])
     assert "meta:hidden" not in fields(changes(manifest, home)["bot/bot"])
     assert apply(manifest, home).code == 0
@@ -253,9 +251,7 @@ def test_hand_edited_ui_meta_field_is_kept_when_released(home: Path, manifests: 
 def test_the_root_profile_is_managed_after_adopt(home: Path, manifests: Path) -> None:
     home.mkdir()
     (home / "config.yaml").write_text("custom: 1\n")
-    manifest = write_fleet(
-        manifests, [{"name": "default", "title": "Root", "config": {"agent.max_turns": 4}}]
-    )
+    manifest = write_fleet(manifests, [{"name": "default", "title": "Root", "config": {"agent.max_turns": 4}}])
     before = snapshot(home)
     run = apply(manifest, home)
     assert run.code == 3, run.text

@@ -20,8 +20,10 @@ def gateway(home: Path):
 
 
 def test_export_writes_the_live_rooms_and_the_export_plans_no_change(home: Path, manifests: Path, gateway, tmp_path):
-    rooms = [{"name": "Ops", "members": ["alice", "bob"]},
-             {"name": "Review", "members": ["alice", "bob", "carol"], "who_answers": "lead:carol"}]
+    rooms = [
+        {"name": "Ops", "members": ["alice", "bob"]},
+        {"name": "Review", "members": ["alice", "bob", "carol"], "who_answers": "lead:carol"},
+    ]
     source = write_fleet(manifests, BOTS, rooms=rooms)
     assert apply(source, home).code == 0
     writes_before = len(gateway.writes)

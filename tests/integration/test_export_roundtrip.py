@@ -16,9 +16,7 @@ from tests.integration.helpers import apply, hermes_fleet, plan_json
 
 SECRET = "sk-or-roundtrip-SECRET-value-123"
 PEER_SECRET = "peer-roundtrip-SECRET-456"
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
-)
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
 
 RICH = """\
 apiVersion: hermes-fleet/v1

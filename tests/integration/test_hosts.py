@@ -58,7 +58,8 @@ def test_a_home_inside_the_manifest_folder_is_never_read_as_manifests(tmp_path):
     fleet_dir = tmp_path / "fleet"
     fleet_dir.mkdir()
     (fleet_dir / "fleet.yaml").write_text(
-        "apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: nested}\nspec: {bots: [{name: x, title: X}]}\n")
+        "apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: nested}\nspec: {bots: [{name: x, title: X}]}\n"
+    )
     home = fleet_dir / "home"
     first = hermes_fleet("apply", "-R", "-f", fleet_dir, "--home", home)
     assert first.code == 0, first.text

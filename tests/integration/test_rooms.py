@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from controller.core import rooms as rooms_mod
 from controller.adapters.profilemeta import ProfileMeta
+from controller.core import rooms as rooms_mod
 from tests.integration.fake_gateway import FakeGateway
 from tests.integration.helpers import apply, hermes_fleet, plan, plan_json, profile, read_yaml, write_fleet
 
@@ -73,8 +73,10 @@ def test_create_rename_members_who_answers_and_groups_mirror(home: Path, manifes
     assert groups(home, "alice")[0] == ["Design", "Ops"]
 
     # Rename (renamed_from), add carol, lead: carol.
-    m = fleet(manifests, [{"name": "Operations", "renamed_from": "Ops", "members": ["alice", "bob", "carol"],
-                           "who_answers": "lead:carol"}])
+    m = fleet(
+        manifests,
+        [{"name": "Operations", "renamed_from": "Ops", "members": ["alice", "bob", "carol"], "who_answers": "lead:carol"}],
+    )
     run = apply(m, home)
     assert run.code == 0, run.text
     room = only_room(gateway)
@@ -112,8 +114,14 @@ def test_drift_in_the_desktop_is_shown_then_corrected(home: Path, manifests: Pat
     assert apply(m, home).code == 0
     rid = only_room(gateway)["room_id"]
     room = gateway.rooms[rid]
-    gateway.edit(rid, name="Ops (old)", members=[*room["members"], {
-        "member_id": "carol", "profile": "carol", "handle": "carol", "target": {"kind": "local", "profile": "carol"}}])
+    gateway.edit(
+        rid,
+        name="Ops (old)",
+        members=[
+            *room["members"],
+            {"member_id": "carol", "profile": "carol", "handle": "carol", "target": {"kind": "local", "profile": "carol"}},
+        ],
+    )
     change = room_change(home, m, "Ops")
     assert change["action"] == "update" and change["drift"] is True
     by_field = {f["field"]: f for f in change["fields"]}
@@ -142,8 +150,7 @@ def test_plan_and_status_never_write_to_the_gateway(home: Path, manifests: Path,
     assert plan(m, home).code == 0
     assert hermes_fleet("status", "--home", home, "-f", m).code == 0
     assert len(gateway.writes) == before
-    assert {meth for meth, _ in gateway.calls} <= {"groups.capabilities", "groups.list", "groups.state",
-                                                  "groups.create"}
+    assert {meth for meth, _ in gateway.calls} <= {"groups.capabilities", "groups.list", "groups.state", "groups.create"}
 
 
 def test_lost_create_reply_never_makes_a_second_room(home: Path, manifests: Path, gateway: FakeGateway):
@@ -213,9 +220,17 @@ def test_disband_only_with_prune_and_only_owned(home: Path, manifests: Path, gat
     assert apply(m, home).code == 0
     # A Desktop room with a name of its own and one with the same name as ours: never touched.
     with gateway.lock:
-        gateway.dispatch("groups.create", {"room_id": "r-desktop1", "name": "Chat", "members": [
-            {"member_id": "a", "profile": "alice", "handle": "alice"},
-            {"member_id": "b", "profile": "bob", "handle": "bob"}]})
+        gateway.dispatch(
+            "groups.create",
+            {
+                "room_id": "r-desktop1",
+                "name": "Chat",
+                "members": [
+                    {"member_id": "a", "profile": "alice", "handle": "alice"},
+                    {"member_id": "b", "profile": "bob", "handle": "bob"},
+                ],
+            },
+        )
     m = fleet(manifests, [])
     change = room_change(home, m, "Ops")
     assert change["action"] == "orphan"
@@ -237,9 +252,17 @@ def test_same_named_foreign_room_needs_adopt(home: Path, manifests: Path, gatewa
     assert apply(fleet(manifests, []), home).code == 0  # profiles exist
     m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}], bots=BOTS)
     with gateway.lock:
-        gateway.dispatch("groups.create", {"room_id": "r-desk", "name": "Ops", "members": [
-            {"member_id": "a", "profile": "alice", "handle": "alice"},
-            {"member_id": "c", "profile": "carol", "handle": "carol"}]})
+        gateway.dispatch(
+            "groups.create",
+            {
+                "room_id": "r-desk",
+                "name": "Ops",
+                "members": [
+                    {"member_id": "a", "profile": "alice", "handle": "alice"},
+                    {"member_id": "c", "profile": "carol", "handle": "carol"},
+                ],
+            },
+        )
     run = apply(m, home)
     assert run.code == 3 and "--adopt" in run.text
     assert apply(m, home, "--adopt").code == 0
@@ -258,8 +281,9 @@ def test_refusals_are_reported_with_their_reason(home: Path, manifests: Path, ga
     assert run.code == 1 and "driver: false" in run.text
 
 
-def test_explicit_gateway_url_and_token_env_never_printed(home: Path, manifests: Path, gateway: FakeGateway,
-                                                          monkeypatch: pytest.MonkeyPatch):
+def test_explicit_gateway_url_and_token_env_never_printed(
+    home: Path, manifests: Path, gateway: FakeGateway, monkeypatch: pytest.MonkeyPatch
+):
     gateway.stop_control()  # no discovery: only the explicit URL and its token
     gateway.tokens.add(TOKEN)
     monkeypatch.setenv("FLEET_GW_TOKEN", TOKEN)
@@ -280,8 +304,12 @@ def test_explicit_gateway_url_and_token_env_never_printed(home: Path, manifests:
 
 
 def test_peer_member_needs_an_operator(home: Path, manifests: Path, gateway: FakeGateway):
-    doc = write_fleet(manifests, BOTS, rooms=[{"name": "Mixed", "members": ["alice", "spark/reviewer"]}],
-                      peers=[{"name": "spark", "url": "http://10.0.0.2:8642"}])
+    doc = write_fleet(
+        manifests,
+        BOTS,
+        rooms=[{"name": "Mixed", "members": ["alice", "spark/reviewer"]}],
+        peers=[{"name": "spark", "url": "http://10.0.0.2:8642"}],
+    )
     run = plan(doc, home)
     assert run.code == 1 and "spark/reviewer" in run.text and "operator" in run.text
     assert gateway.writes == []

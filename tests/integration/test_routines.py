@@ -38,8 +38,9 @@ def q(value: str) -> str:
 
 
 def v2(bot: str, title: str, instruction: str) -> str:
-    return V2_TEMPLATE.format(title=title, bot=bot, qbot=q(bot), qtitle=q("Routine: " + title),
-                              qinstruction=q("[Scheduled routine] " + instruction))
+    return V2_TEMPLATE.format(
+        title=title, bot=bot, qbot=q(bot), qtitle=q("Routine: " + title), qinstruction=q("[Scheduled routine] " + instruction)
+    )
 
 
 def store(home: Path, bot: str) -> Path:
@@ -91,16 +92,29 @@ def iso(text: str) -> datetime:
 def test_every_field_lands_on_the_job_key_hermes_reads(home: Path, manifests: Path, tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()
-    manifest = fleet(manifests, {"alpha": [
+    manifest = fleet(
+        manifests,
         {
-            "name": "Digest", "schedule": "0 9 * * 1-5", "prompt": "Summarize today's news",
-            "skills": ["arxiv", "notes"], "model": "anthropic/claude-opus-4", "provider": "openrouter",
-            "base_url": "https://openrouter.ai/api/v1/", "deliver": "bot-chat", "toolsets": ["web", "terminal"],
-            "workdir": str(workdir), "repeat": 5, "context_from": ["self"],
+            "alpha": [
+                {
+                    "name": "Digest",
+                    "schedule": "0 9 * * 1-5",
+                    "prompt": "Summarize today's news",
+                    "skills": ["arxiv", "notes"],
+                    "model": "anthropic/claude-opus-4",
+                    "provider": "openrouter",
+                    "base_url": "https://openrouter.ai/api/v1/",
+                    "deliver": "bot-chat",
+                    "toolsets": ["web", "terminal"],
+                    "workdir": str(workdir),
+                    "repeat": 5,
+                    "context_from": ["self"],
+                },
+                {"name": "Sweep", "schedule": "every 30m", "script": "sweep.sh", "no_agent": True},
+                {"name": "Hold", "schedule": "every 1d", "prompt": "wait", "paused": True, "paused_reason": "on leave"},
+            ]
         },
-        {"name": "Sweep", "schedule": "every 30m", "script": "sweep.sh", "no_agent": True},
-        {"name": "Hold", "schedule": "every 1d", "prompt": "wait", "paused": True, "paused_reason": "on leave"},
-    ]})
+    )
     ok(apply(manifest, home))
 
     digest = job(home, "alpha", "Digest")
@@ -133,19 +147,40 @@ def test_every_field_lands_on_the_job_key_hermes_reads(home: Path, manifests: Pa
 
     # Each field changed in the manifests is one update of that key, on the same job.
     ids = {j["name"]: j["id"] for j in jobs(home, "alpha")}
-    manifest = fleet(manifests, {"alpha": [
+    manifest = fleet(
+        manifests,
         {
-            "name": "Digest", "schedule": "every 2h", "prompt": "Summarize the week",
-            "skills": ["notes"], "model": "openai/gpt-5", "provider": "openai",
-            "deliver": "local", "toolsets": ["web"], "repeat": 9,
+            "alpha": [
+                {
+                    "name": "Digest",
+                    "schedule": "every 2h",
+                    "prompt": "Summarize the week",
+                    "skills": ["notes"],
+                    "model": "openai/gpt-5",
+                    "provider": "openai",
+                    "deliver": "local",
+                    "toolsets": ["web"],
+                    "repeat": 9,
+                },
+                {"name": "Sweep", "schedule": "every 30m", "script": "sweep2.sh", "no_agent": True},
+                {"name": "Hold", "schedule": "every 1d", "prompt": "wait", "paused": True, "paused_reason": "sick"},
+            ]
         },
-        {"name": "Sweep", "schedule": "every 30m", "script": "sweep2.sh", "no_agent": True},
-        {"name": "Hold", "schedule": "every 1d", "prompt": "wait", "paused": True, "paused_reason": "sick"},
-    ]})
+    )
     pending = changes(manifest, home)
     assert set(fields(pending["routine/alpha/Digest"])) == {
-        "job:prompt", "job:schedule", "job:skills", "job:model", "job:provider", "job:base_url", "job:deliver",
-        "job:enabled_toolsets", "job:workdir", "job:repeat", "job:context_from"}
+        "job:prompt",
+        "job:schedule",
+        "job:skills",
+        "job:model",
+        "job:provider",
+        "job:base_url",
+        "job:deliver",
+        "job:enabled_toolsets",
+        "job:workdir",
+        "job:repeat",
+        "job:context_from",
+    }
     assert set(fields(pending["routine/alpha/Sweep"])) == {"job:script"}
     assert set(fields(pending["routine/alpha/Hold"])) == {"job:paused_reason"}
     ok(apply(manifest, home))
@@ -164,12 +199,17 @@ def test_every_field_lands_on_the_job_key_hermes_reads(home: Path, manifests: Pa
 
 def test_the_four_schedule_forms(home: Path, manifests: Path) -> None:
     before = datetime.now(UTC)
-    manifest = fleet(manifests, {"alpha": [
-        {"name": "Cron", "schedule": "15 7 * * 1-5", "prompt": "a"},
-        {"name": "Every", "schedule": "every 2h", "prompt": "b"},
-        {"name": "At", "schedule": "2030-01-02T03:04:00Z", "prompt": "c"},
-        {"name": "In", "schedule": "45m", "prompt": "d"},
-    ]})
+    manifest = fleet(
+        manifests,
+        {
+            "alpha": [
+                {"name": "Cron", "schedule": "15 7 * * 1-5", "prompt": "a"},
+                {"name": "Every", "schedule": "every 2h", "prompt": "b"},
+                {"name": "At", "schedule": "2030-01-02T03:04:00Z", "prompt": "c"},
+                {"name": "In", "schedule": "45m", "prompt": "d"},
+            ]
+        },
+    )
     ok(apply(manifest, home))
     cron = job(home, "alpha", "Cron")
     assert cron["schedule"] == {"kind": "cron", "expr": "15 7 * * 1-5", "display": "15 7 * * 1-5"}
@@ -192,10 +232,13 @@ def test_the_four_schedule_forms(home: Path, manifests: Path) -> None:
 
 def test_placement_name_prompt_forms_and_file_modes(home: Path, manifests: Path) -> None:
     instruction = "Check 'inbox'\nthen reply"
-    manifest = fleet(manifests, {
-        "default": [{"name": "  Morning  ", "schedule": "0 9 * * *", "prompt": instruction}],
-        "alpha": [{"name": "Morning", "schedule": "0 9 * * *", "prompt": instruction}],
-    })
+    manifest = fleet(
+        manifests,
+        {
+            "default": [{"name": "  Morning  ", "schedule": "0 9 * * *", "prompt": instruction}],
+            "alpha": [{"name": "Morning", "schedule": "0 9 * * *", "prompt": instruction}],
+        },
+    )
     ok(apply(manifest, home, "--adopt"))
 
     root_jobs = jobs(home, "default")
@@ -220,9 +263,13 @@ def test_placement_name_prompt_forms_and_file_modes(home: Path, manifests: Path)
 def test_next_run_at_honours_the_bots_timezone(home: Path, manifests: Path) -> None:
     manifest = fleet(
         manifests,
-        {"alpha": [{"name": "Nine", "schedule": "0 9 * * *", "prompt": "x"},
-                   {"name": "Local", "schedule": "2030-01-02T03:04", "prompt": "y"}],
-         "beta": [{"name": "Nine", "schedule": "0 9 * * *", "prompt": "x"}]},
+        {
+            "alpha": [
+                {"name": "Nine", "schedule": "0 9 * * *", "prompt": "x"},
+                {"name": "Local", "schedule": "2030-01-02T03:04", "prompt": "y"},
+            ],
+            "beta": [{"name": "Nine", "schedule": "0 9 * * *", "prompt": "x"}],
+        },
         alpha={"config": {"timezone": "Asia/Kolkata"}},
         beta={"config": {"timezone": "UTC"}},
     )
@@ -237,13 +284,22 @@ def test_next_run_at_honours_the_bots_timezone(home: Path, manifests: Path) -> N
 
 
 def test_a_workdir_hermes_would_refuse_fails_that_bot_and_writes_nothing(home: Path, manifests: Path) -> None:
-    manifest = fleet(manifests, {"alpha": [{"name": "A", "schedule": "every 1h", "prompt": "a"}],
-                                 "beta": [{"name": "B", "schedule": "every 1h", "prompt": "b"}]})
+    manifest = fleet(
+        manifests,
+        {
+            "alpha": [{"name": "A", "schedule": "every 1h", "prompt": "a"}],
+            "beta": [{"name": "B", "schedule": "every 1h", "prompt": "b"}],
+        },
+    )
     ok(apply(manifest, home))
     before = store(home, "alpha").read_bytes()
-    manifest = fleet(manifests, {
-        "alpha": [{"name": "A", "schedule": "every 1h", "prompt": "a", "workdir": "relative/path"}],
-        "beta": [{"name": "B", "schedule": "every 1h", "prompt": "b2"}]})
+    manifest = fleet(
+        manifests,
+        {
+            "alpha": [{"name": "A", "schedule": "every 1h", "prompt": "a", "workdir": "relative/path"}],
+            "beta": [{"name": "B", "schedule": "every 1h", "prompt": "b2"}],
+        },
+    )
     run = apply(manifest, home)
     assert run.code == 1, run.text
     assert "must be an absolute path" in run.out
@@ -260,8 +316,9 @@ def test_rename_keeps_the_job_id(home: Path, manifests: Path) -> None:
     before = job(home, "alpha", "Old title")
     edit_jobs(home, "alpha", lambda js: js[0].update(last_run_at="2026-01-01T00:00:00+00:00"))
 
-    manifest = fleet(manifests, {"alpha": [
-        {"name": "New title", "renamed_from": "Old title", "schedule": "every 1h", "prompt": "x"}]})
+    manifest = fleet(
+        manifests, {"alpha": [{"name": "New title", "renamed_from": "Old title", "schedule": "every 1h", "prompt": "x"}]}
+    )
     pending = changes(manifest, home)
     assert set(pending) == {"routine/alpha/New title"}
     change = pending["routine/alpha/New title"]
@@ -305,17 +362,26 @@ def test_pause_and_resume(home: Path, manifests: Path) -> None:
     resumed = job(home, "alpha", "Tick")
     assert resumed["id"] == ident
     assert (resumed["enabled"], resumed["state"], resumed["paused_at"], resumed["paused_reason"]) == (
-        True, "scheduled", None, None)
+        True,
+        "scheduled",
+        None,
+        None,
+    )
     assert iso(resumed["next_run_at"]) > before + timedelta(minutes=59)  # recomputed from now
     assert_converged(manifest, home)
 
 
 @pytest.mark.parametrize("schedule", ["2030-01-02T03:04:00+00:00", "20m"])
 def test_a_one_shot_that_ran_is_not_recreated(home: Path, manifests: Path, schedule: str) -> None:
-    manifest = fleet(manifests, {"alpha": [
-        {"name": "Once", "schedule": schedule, "prompt": "x"},
-        {"name": "Daily", "schedule": "0 8 * * *", "prompt": "y"},
-    ]})
+    manifest = fleet(
+        manifests,
+        {
+            "alpha": [
+                {"name": "Once", "schedule": schedule, "prompt": "x"},
+                {"name": "Daily", "schedule": "0 8 * * *", "prompt": "y"},
+            ]
+        },
+    )
     ok(apply(manifest, home))
     assert job(home, "alpha", "Once")["repeat"]["times"] == 1
     # It ran; Hermes removed it from jobs.json.
@@ -348,8 +414,14 @@ def test_a_changed_one_shot_is_created_again(home: Path, manifests: Path) -> Non
 
 
 def hand_made(ident: str, name: str, prompt: str = "mine") -> dict[str, Any]:
-    return {"id": ident, "name": name, "prompt": prompt, "schedule": {"kind": "interval", "minutes": 60,
-            "display": "every 60m"}, "enabled": True, "custom_key": {"keep": 1}}
+    return {
+        "id": ident,
+        "name": name,
+        "prompt": prompt,
+        "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+        "enabled": True,
+        "custom_key": {"keep": 1},
+    }
 
 
 def test_prune_only_owned_routines_and_only_with_prune(home: Path, manifests: Path) -> None:
@@ -409,9 +481,15 @@ def test_hand_edits_are_drift_and_runtime_fields_are_hermes(home: Path, manifest
     ident = job(home, "alpha", "Daily")["id"]
 
     # What Hermes' scheduler writes is not drift.
-    runtime = {"next_run_at": "2030-05-05T08:00:00+00:00", "last_run_at": "2030-05-04T08:00:01+00:00",
-               "last_status": "ok", "fire_claim": {"by": "gw"}, "x_future_key": [1, 2],
-               "provider_snapshot": "openrouter", "model_snapshot": "m"}
+    runtime = {
+        "next_run_at": "2030-05-05T08:00:00+00:00",
+        "last_run_at": "2030-05-04T08:00:01+00:00",
+        "last_status": "ok",
+        "fire_claim": {"by": "gw"},
+        "x_future_key": [1, 2],
+        "provider_snapshot": "openrouter",
+        "model_snapshot": "m",
+    }
 
     def run_it(js: list[dict[str, Any]]) -> None:
         js[0].update(runtime)
@@ -458,13 +536,23 @@ def test_hand_edits_are_drift_and_runtime_fields_are_hermes(home: Path, manifest
 
 
 def test_a_corrupt_store_fails_that_bot_only_and_is_never_rewritten(home: Path, manifests: Path) -> None:
-    manifest = fleet(manifests, {"alpha": [{"name": "A", "schedule": "every 1h", "prompt": "a"}],
-                                 "beta": [{"name": "B", "schedule": "every 1h", "prompt": "b"}]})
+    manifest = fleet(
+        manifests,
+        {
+            "alpha": [{"name": "A", "schedule": "every 1h", "prompt": "a"}],
+            "beta": [{"name": "B", "schedule": "every 1h", "prompt": "b"}],
+        },
+    )
     ok(apply(manifest, home))
     broken = b'{"jobs": [{"id": "x", "name": "half'
     store(home, "alpha").write_bytes(broken)
-    manifest = fleet(manifests, {"alpha": [{"name": "A", "schedule": "every 2h", "prompt": "a"}],
-                                 "beta": [{"name": "B", "schedule": "every 2h", "prompt": "b"}]})
+    manifest = fleet(
+        manifests,
+        {
+            "alpha": [{"name": "A", "schedule": "every 2h", "prompt": "a"}],
+            "beta": [{"name": "B", "schedule": "every 2h", "prompt": "b"}],
+        },
+    )
 
     text = plan(manifest, home)
     assert text.code == 1, text.text
@@ -497,8 +585,15 @@ def test_a_bom_and_a_bare_list_are_read_like_hermes_does(home: Path, manifests: 
 
 
 def test_plan_shows_next_runs_and_validate_warns_on_frequent_schedules(home: Path, manifests: Path) -> None:
-    manifest = fleet(manifests, {"alpha": [{"name": "Daily", "schedule": "30 6 * * *", "prompt": "x"},
-                                           {"name": "Often", "schedule": "*/2 * * * *", "prompt": "y"}]})
+    manifest = fleet(
+        manifests,
+        {
+            "alpha": [
+                {"name": "Daily", "schedule": "30 6 * * *", "prompt": "x"},
+                {"name": "Often", "schedule": "*/2 * * * *", "prompt": "y"},
+            ]
+        },
+    )
     text = ok(plan(manifest, home)).out
     line = next(line for line in text.splitlines() if "routine/alpha/Daily" in line)
     assert "next runs" in line and line.count(" 06:30") == 3, line

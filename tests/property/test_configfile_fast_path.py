@@ -16,15 +16,44 @@ from controller.adapters import configfile
 from controller.errors import HermesStateError
 
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**12), 10**12),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
     st.floats(allow_nan=False, allow_infinity=False, width=32),
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
-    st.sampled_from(["off", "on", "yes", "no", "y", "n", "0755", "1e3", "1.0e+3", "~", "null", "0x1F", "12:30",
-                     "2026-11-30", "- a", "a: b", "#x", "'q'", '"q"', "[1]", "{a: 1}", "*x", "&y", "!t"]),
+    st.sampled_from(
+        [
+            "off",
+            "on",
+            "yes",
+            "no",
+            "y",
+            "n",
+            "0755",
+            "1e3",
+            "1.0e+3",
+            "~",
+            "null",
+            "0x1F",
+            "12:30",
+            "2026-11-30",
+            "- a",
+            "a: b",
+            "#x",
+            "'q'",
+            '"q"',
+            "[1]",
+            "{a: 1}",
+            "*x",
+            "&y",
+            "!t",
+        ]
+    ),
 )
 KEYS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_.-0123456789", min_size=1, max_size=10)
-TREES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                      st.dictionaries(KEYS, inner, max_size=4)), max_leaves=20)
+TREES = st.recursive(
+    SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(KEYS, inner, max_size=4)), max_leaves=20
+)
 DOCS = st.dictionaries(KEYS, TREES, max_size=6)
 
 
@@ -61,4 +90,4 @@ def test_fast_path_agrees_on_mutated_documents(doc, position, char):
     text = pyyaml.safe_dump(doc, allow_unicode=True)
     if text:
         i = position % len(text)
-        _check(text[:i] + char + text[i + 1:])
+        _check(text[:i] + char + text[i + 1 :])

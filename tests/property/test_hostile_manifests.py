@@ -70,9 +70,7 @@ VALUES = [
     "spark/x",
     "",
 ]
-SETTINGS = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def diagnostic_line(file: str) -> re.Pattern[str]:
@@ -168,9 +166,7 @@ def test_random_structures_dumped_as_yaml_documents_never_raise(documents: list[
 
 
 @SETTINGS
-@given(
-    documents=st.lists(envelopes, min_size=1, max_size=3), output=st.sampled_from(["json", "github", "junit"])
-)
+@given(documents=st.lists(envelopes, min_size=1, max_size=3), output=st.sampled_from(["json", "github", "junit"]))
 def test_machine_outputs_never_raise(documents: list[object], output: str) -> None:
     text = "\n---\n".join(json.dumps(d) for d in documents)
     code, out, err, _ = run_validate(text.encode(), output)

@@ -49,8 +49,7 @@ FOREIGN_UI_META = {
 def environ(user_home: Path, *, secret_or: str = SECRET_OR_V1) -> dict[str, str]:
     """The environment a hermes-fleet run gets: scratch HOME, the secrets in env variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
-    env.update(HOME=str(user_home), NO_COLOR="1", OR_KEY=secret_or, PEER_KEY=SECRET_PEER,
-               PYTHONPATH=str(REPO))
+    env.update(HOME=str(user_home), NO_COLOR="1", OR_KEY=secret_or, PEER_KEY=SECRET_PEER, PYTHONPATH=str(REPO))
     return env
 
 
@@ -60,36 +59,51 @@ def manifests(folder: Path, version: int) -> Path:
     (folder / "alpha-soul.md").write_text(f"You are Alpha, version {version}.\n", encoding="utf-8")
     (folder / "avatar.png").write_bytes(tiny_png((200, 30, 60) if version == 1 else (10, 120, 250)))
     alpha: dict[str, Any] = {
-        "name": "alpha", "title": "Alpha" if version == 1 else "Alpha Prime", "description": "Reads papers.",
-        "section": "Team", "soul_file": "alpha-soul.md", "avatar": {"image": "avatar.png"},
+        "name": "alpha",
+        "title": "Alpha" if version == 1 else "Alpha Prime",
+        "description": "Reads papers.",
+        "section": "Team",
+        "soul_file": "alpha-soul.md",
+        "avatar": {"image": "avatar.png"},
         "env": {"OPENROUTER_API_KEY": {"from_env": "OR_KEY"}, "PLAIN_SETTING": f"v{version}"},
         "routines": [
-            {"name": "Digest", "schedule": "0 9 * * 1-5" if version == 1 else "30 8 * * 1-5",
-             "prompt": "Summarize the news"},
+            {"name": "Digest", "schedule": "0 9 * * 1-5" if version == 1 else "30 8 * * 1-5", "prompt": "Summarize the news"},
             {"name": "Sweep", "schedule": "every 30m", "script": "sweep.sh", "no_agent": True},
         ],
     }
     if version == 2:
         alpha["routines"].append({"name": "Weekly", "schedule": "0 10 * * 1", "prompt": "Plan the week"})
     beta: dict[str, Any] = {
-        "name": "beta", "title": "Beta", "section": "Team",
+        "name": "beta",
+        "title": "Beta",
+        "section": "Team",
         "model": {"provider": "openrouter", "default": "anthropic/claude-sonnet-4" if version == 1 else "openai/gpt-5"},
         "config": {"approvals.mode": "smart"},
         "routines": [{"name": "Hold", "schedule": "every 1d", "prompt": "wait", "paused": True}] if version == 1 else [],
     }
     legacy: dict[str, Any] = {
-        "name": "legacy", "title": "Legacy" if version == 1 else "Legacy Bot", "avatar": {"shape": "hexagon"},
-        "routines": [{"name": "Nightly", "schedule": "0 2 * * *" if version == 1 else "0 3 * * *",
-                      "prompt": "Tidy up"}],
+        "name": "legacy",
+        "title": "Legacy" if version == 1 else "Legacy Bot",
+        "avatar": {"shape": "hexagon"},
+        "routines": [{"name": "Nightly", "schedule": "0 2 * * *" if version == 1 else "0 3 * * *", "prompt": "Tidy up"}],
     }
     bots = [alpha, beta, legacy]
     if version == 1:
         bots.append({"name": "delta", "title": "Delta"})
     else:
-        bots.append({"name": "gamma", "title": "Gamma", "section": "Team", "env": {"GAMMA_MODE": "fast"},
-                     "routines": [{"name": "Ping", "schedule": "every 2h", "prompt": "Ping"}]})
+        bots.append(
+            {
+                "name": "gamma",
+                "title": "Gamma",
+                "section": "Team",
+                "env": {"GAMMA_MODE": "fast"},
+                "routines": [{"name": "Ping", "schedule": "every 2h", "prompt": "Ping"}],
+            }
+        )
     doc = {
-        "apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": FLEET},
+        "apiVersion": "hermes-fleet/v1",
+        "kind": "Fleet",
+        "metadata": {"name": FLEET},
         "spec": {
             "config": {"timezone": "Europe/Berlin" if version == 1 else "Asia/Kolkata"},
             "gateway": {"bot_loop_guard": {"enabled": True, "max_hops": 4 if version == 1 else 6}},
@@ -103,19 +117,33 @@ def manifests(folder: Path, version: int) -> Path:
     return path
 
 
-def run_cli(args: list[str | Path], env: dict[str, str], *, hook: str = "none", hook_at: int = 0,
-            log: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: list[str | Path],
+    env: dict[str, str],
+    *,
+    hook: str = "none",
+    hook_at: int = 0,
+    log: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
     """`hermes-fleet <args>` in a subprocess, through crash_runner.py (which installs the hook)."""
     env = dict(env, HF_HOOK=hook, HF_HOOK_AT=str(hook_at), HF_HOOK_LOG=str(log or ""))
-    return subprocess.run([sys.executable, str(RUNNER), *map(str, args)], env=env, capture_output=True,
-                          text=True, timeout=timeout, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, str(RUNNER), *map(str, args)], env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO
+    )
 
 
 def run_many(commands: list[list[str | Path]], env: dict[str, str], timeout: float = 120) -> list[dict[str, Any]]:
     """Several `hermes-fleet` runs in one subprocess (no hook): [{"code", "out", "err"}, ...]."""
     argv = json.dumps([[str(a) for a in c] for c in commands])
-    done = subprocess.run([sys.executable, str(RUNNER), "--many", argv], env=dict(env, HF_HOOK="none"),
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, str(RUNNER), "--many", argv],
+        env=dict(env, HF_HOOK="none"),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(done.stdout)
 

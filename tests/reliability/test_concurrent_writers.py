@@ -48,8 +48,9 @@ def load_yaml(path: Path) -> Any:
     return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
 
 
-def test_real_hermes_writers_during_apply_lose_nothing(pristine: Pristine, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_real_hermes_writers_during_apply_lose_nothing(
+    pristine: Pristine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = scenario.copy_home(pristine.root, tmp_path / "home")
     cli = scenario.hermes_cli(home, tmp_path / "hermes-scratch")  # before HOME moves: it finds the venv
     assert cli is not None
@@ -63,13 +64,30 @@ def test_real_hermes_writers_during_apply_lose_nothing(pristine: Pristine, tmp_p
         manifest = round_manifest(pristine.v1, tmp_path / f"m{r}", r)
         job = f"external job {r}"
         writers = [
-            subprocess.Popen([str(cli.binary), "-p", "legacy", "cron", "create", "every 3h", f"ext prompt {r}",
-                              "--name", job], env=env, cwd=cli.userhome, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True),
-            subprocess.Popen([str(cli.binary), "-p", "beta", "config", "set", f"ext_round_{r}", str(r)], env=env,
-                             cwd=cli.userhome, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
-            subprocess.Popen([str(cli.binary), "profile", "describe", "legacy", "--text", f"described in round {r}"],
-                             env=env, cwd=cli.userhome, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+            subprocess.Popen(
+                [str(cli.binary), "-p", "legacy", "cron", "create", "every 3h", f"ext prompt {r}", "--name", job],
+                env=env,
+                cwd=cli.userhome,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            ),
+            subprocess.Popen(
+                [str(cli.binary), "-p", "beta", "config", "set", f"ext_round_{r}", str(r)],
+                env=env,
+                cwd=cli.userhome,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            ),
+            subprocess.Popen(
+                [str(cli.binary), "profile", "describe", "legacy", "--text", f"described in round {r}"],
+                env=env,
+                cwd=cli.userhome,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            ),
         ]
         time.sleep(0.05 * (r % 8))  # stagger: our writes land before, among and after theirs
         run = hermes_fleet("apply", "-f", manifest, "--home", home)
@@ -99,8 +117,9 @@ def test_real_hermes_writers_during_apply_lose_nothing(pristine: Pristine, tmp_p
         # Ours: every managed value of this round.
         assert meta["ui_meta"]["hermes-bots"]["title"] == f"Legacy round {r}", f"round {r}: our title lost"
         assert config["agent"]["max_turns"] == 20 + r, f"round {r}: our config value lost"
-        nightly = [j for j in json.loads((legacy / "cron" / "jobs.json").read_text())["jobs"]
-                   if j["name"] == "[bot:legacy] Nightly"]
+        nightly = [
+            j for j in json.loads((legacy / "cron" / "jobs.json").read_text())["jobs"] if j["name"] == "[bot:legacy] Nightly"
+        ]
         assert len(nightly) == 1 and nightly[0]["schedule"]["expr"] == f"{r} 2 * * *", f"round {r}: routine"
         plan = hermes_fleet("plan", "-f", manifest, "--home", home, "--detailed-exitcode")
         assert plan.code == 0, f"round {r}: not converged\n{plan.text}"

@@ -118,7 +118,8 @@ def check_crashed(run: Run, home: Path, log: Path, k: int, intermediate: list[st
         # one run (a new profile's .env: staged header first, then the keys): either way it must be
         # bytes this very run staged in full before the kill.
         assert scenario.digest(data) in staged.get(rel, set()), (
-            f"write point {k}: {rel} is neither its old version, nor its new one, nor bytes this run staged in full")
+            f"write point {k}: {rel} is neither its old version, nor its new one, nor bytes this run staged in full"
+        )
         if rel not in run.volatile:
             intermediate.append(rel)
     for path in sorted(home.rglob("*")):  # parse the raw tree too (staged names included)
@@ -131,11 +132,14 @@ def check_crashed(run: Run, home: Path, log: Path, k: int, intermediate: list[st
 
 
 def check_converged(run: Run, home: Path, k: int) -> None:
-    again, plan, status = scenario.run_many([
-        run.args(home),
-        ["plan", "-f", run.manifest, "--home", home, *run.flags, "--detailed-exitcode"],
-        ["status", "-f", run.manifest, "--home", home, "-o", "json"],
-    ], run.env)
+    again, plan, status = scenario.run_many(
+        [
+            run.args(home),
+            ["plan", "-f", run.manifest, "--home", home, *run.flags, "--detailed-exitcode"],
+            ["status", "-f", run.manifest, "--home", home, "-o", "json"],
+        ],
+        run.env,
+    )
     assert again["code"] == 0, f"write point {k}: the next apply failed\n{again['out']}\n{again['err']}"
     assert plan["code"] == 0, f"write point {k}: not converged\n{plan['out']}\n{plan['err']}"
     assert status["code"] == 0, status["out"] + status["err"]
@@ -144,7 +148,8 @@ def check_converged(run: Run, home: Path, k: int) -> None:
     now = normalized(home)
     assert set(now) == set(run.after), (
         f"write point {k}: files differ from the uninterrupted result: "
-        f"extra {sorted(set(now) - set(run.after))}, missing {sorted(set(run.after) - set(now))}")
+        f"extra {sorted(set(now) - set(run.after))}, missing {sorted(set(run.after) - set(now))}"
+    )
     for rel, data in now.items():
         if rel not in run.volatile and Path(rel).name not in UNHOOKED:
             assert data == run.after[rel], f"write point {k}: {rel} differs from the uninterrupted result"
@@ -169,8 +174,7 @@ def crash_at(run: Run, scratch: Path, k: int) -> dict[str, Any]:
     debris = check_crashed(run, home, log, k, intermediate)
     check_converged(run, home, k)
     still = [d for d in debris if (home / d.rstrip("/")).exists()]
-    return {"k": k, "point": run.points[k - 1], "debris": debris, "debris_after_next_apply": still,
-            "intermediate": intermediate}
+    return {"k": k, "point": run.points[k - 1], "debris": debris, "debris_after_next_apply": still, "intermediate": intermediate}
 
 
 def runs(p: Pristine) -> list[Run]:
@@ -196,8 +200,7 @@ def test_kill_at_every_write_point(pristine: Pristine, tmp_path: Path, which: in
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["first-adopt", "update-prune"])
-def test_io_error_at_every_write_point(pristine: Pristine, tmp_path: Path, which: int,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_io_error_at_every_write_point(pristine: Pristine, tmp_path: Path, which: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process: OSError(EIO) at write k -> exit 1 with a message, no traceback; next apply converges."""
     import errno
     import os
@@ -207,8 +210,9 @@ def test_io_error_at_every_write_point(pristine: Pristine, tmp_path: Path, which
     for key in [k for k in os.environ if k.startswith("HERMES_")]:
         monkeypatch.delenv(key)
     run = runs(pristine)[which]
-    count = scenario.run_cli(run.args(scenario.copy_home(run.before, tmp_path / "count")), run.env, hook="count",
-                             log=tmp_path / "count.log")
+    count = scenario.run_cli(
+        run.args(scenario.copy_home(run.before, tmp_path / "count")), run.env, hook="count", log=tmp_path / "count.log"
+    )
     assert count.returncode == 0
     n = len((tmp_path / "count.log").read_text().splitlines())
     for k in range(1, n + 1):

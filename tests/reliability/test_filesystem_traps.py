@@ -94,8 +94,12 @@ def test_file_where_a_folder_must_be(pristine: Pristine, home: Path) -> None:
 @pytest.mark.parametrize("at", [1, 4, 11, -1], ids=["root-config", "profile-yaml", "new-profile", "inventory"])
 def test_full_disk(pristine: Pristine, home: Path, at: int) -> None:
     """ENOSPC at a write point (the last one: the inventory): exit 1, the message, no debris; then converge."""
-    count = scenario.run_cli(["apply", "-f", pristine.v2, "--home", scenario.copy_home(home, home.parent / "count"),
-                              "--prune"], pristine.env, hook="count", log=home.parent / "count.log")
+    count = scenario.run_cli(
+        ["apply", "-f", pristine.v2, "--home", scenario.copy_home(home, home.parent / "count"), "--prune"],
+        pristine.env,
+        hook="count",
+        log=home.parent / "count.log",
+    )
     assert count.returncode == 0
     n = len((home.parent / "count.log").read_text().splitlines())
     k = n if at == -1 else at

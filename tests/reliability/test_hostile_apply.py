@@ -51,18 +51,20 @@ ROUTINE_BAD_VALUES: dict[str, list[Any]] = {
     "paused": ["sometimes", {"a": 1}],
     "repeat": [0, -1, "twice"],
 }
-scalars = st.one_of(st.integers(-3, 99), st.booleans(), st.none(), st.text(max_size=8),
-                    st.floats(allow_nan=False, allow_infinity=False))
-structures = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                           st.dictionaries(st.text(min_size=1, max_size=6), inner,
-                                                                           max_size=3)), max_leaves=8)
+scalars = st.one_of(
+    st.integers(-3, 99), st.booleans(), st.none(), st.text(max_size=8), st.floats(allow_nan=False, allow_infinity=False)
+)
+structures = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(min_size=1, max_size=6), inner, max_size=3)),
+    max_leaves=8,
+)
 
 
 def targets(doc: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, list[Any]]]]:
     """Every mapping of the manifest a mutation may hit, with the values that are wrong there."""
     spec = doc["spec"]
-    found = [(spec, BAD_VALUES), (spec["gateway"], BAD_VALUES), (spec["peers"][0], BAD_VALUES),
-             (spec["sections"][0], BAD_VALUES)]
+    found = [(spec, BAD_VALUES), (spec["gateway"], BAD_VALUES), (spec["peers"][0], BAD_VALUES), (spec["sections"][0], BAD_VALUES)]
     for bot in spec["bots"]:
         found.append((bot, BAD_VALUES))
         routines = bot.get("routines")
@@ -90,12 +92,12 @@ def hostile(draw: st.DrawFn, base: str) -> tuple[str, bool]:
 @pytest.fixture(scope="module")
 def homes(pristine: Pristine, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     base = tmp_path_factory.mktemp("hostile-homes")
-    return [scenario.copy_home(pristine.base_root, base / "hermes-only"),
-            scenario.copy_home(pristine.root, base / "fleet-v1")]
+    return [scenario.copy_home(pristine.base_root, base / "hermes-only"), scenario.copy_home(pristine.root, base / "fleet-v1")]
 
 
-def test_hostile_manifests_never_write(pristine: Pristine, homes: list[Path], tmp_path_factory: pytest.TempPathFactory,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_manifests_never_write(
+    pristine: Pristine, homes: list[Path], tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for key, value in pristine.env.items():
         monkeypatch.setenv(key, value)
     base = pristine.v2.read_text(encoding="utf-8")
@@ -106,8 +108,12 @@ def test_hostile_manifests_never_write(pristine: Pristine, homes: list[Path], tm
     assert not (homes[0] / ".hermes-fleet").exists()
     seen = {"examples": 0}
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
     @given(case=hostile(base), which=st.integers(0, 1), flags=st.sampled_from([(), ("--adopt",), ("--prune", "--yes")]))
     def check(case: tuple[str, bool], which: int, flags: tuple[str, ...]) -> None:
         text, located = case
@@ -117,8 +123,9 @@ def test_hostile_manifests_never_write(pristine: Pristine, homes: list[Path], tm
         seen["examples"] += 1
         assert run.code == 2, f"exit {run.code}\n{text}\n{run.text}"
         assert "Traceback" not in run.text
-        pattern = re.compile(rf"^{re.escape(str(path))}:\d+:\d+: error: " if located
-                             else rf"^{re.escape(str(path))}(:\d+:\d+)?: error: ", re.M)
+        pattern = re.compile(
+            rf"^{re.escape(str(path))}:\d+:\d+: error: " if located else rf"^{re.escape(str(path))}(:\d+:\d+)?: error: ", re.M
+        )
         assert pattern.search(run.text), run.text
         assert "nothing was changed" in run.text
         assert snapshot(homes[which]) == before[which], "an invalid manifest changed the home"

@@ -25,8 +25,7 @@ pytestmark = [pytest.mark.hermes]
 INTENDED = {".env": {scenario.SECRET_PEER}, "profiles/alpha/.env": {scenario.SECRET_OR_V1, scenario.SECRET_OR_V2}}
 
 
-def test_secrets_appear_only_in_their_env_files(pristine: Pristine, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secrets_appear_only_in_their_env_files(pristine: Pristine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in pristine.env.items():
         monkeypatch.setenv(key, value)
     home = scenario.copy_home(pristine.base_root, tmp_path / "home")

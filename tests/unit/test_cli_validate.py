@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from controller import cli
-from controller.manifests import loading
-from controller.manifests import validating
+from controller.manifests import loading, validating
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = "apiVersion: hermes-fleet/v1\n"
@@ -36,9 +35,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def run_subprocess(
-    *argv: str, stdin: bytes | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[bytes]:
+def run_subprocess(*argv: str, stdin: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
     return subprocess.run(
         [sys.executable, "-m", "controller", *argv],
@@ -51,9 +48,7 @@ def run_subprocess(
     )
 
 
-def validate_paths(
-    *paths: Path, recursive: bool = False, fleet: str | None = None
-) -> validating.ValidationResult:
+def validate_paths(*paths: Path, recursive: bool = False, fleet: str | None = None) -> validating.ValidationResult:
     files = loading.discover([str(p) for p in paths], recursive=recursive)
     documents, problems = loading.load_files(files)
     assert problems == []
@@ -259,13 +254,11 @@ def test_one_fleet_file_and_many_documents_give_the_same_desired_state(tmp_path:
     for name in a.bots:
         bot_a, bot_b = comparable_a.bots[name], comparable_b.bots[name]
         # env base_dir is each form's own folder; everything else must match
-        assert {k: (v.literal, v.ref) for k, v in bot_a.env.items()} == {
-            k: (v.literal, v.ref) for k, v in bot_b.env.items()
-        }, name
+        assert {k: (v.literal, v.ref) for k, v in bot_a.env.items()} == {k: (v.literal, v.ref) for k, v in bot_b.env.items()}, (
+            name
+        )
         assert replace(bot_a, env={}) == replace(bot_b, env={}), name
-    assert {k: (v.literal, v.ref) for k, v in a.install_env.items()} == {
-        k: (v.literal, v.ref) for k, v in b.install_env.items()
-    }
+    assert {k: (v.literal, v.ref) for k, v in a.install_env.items()} == {k: (v.literal, v.ref) for k, v in b.install_env.items()}
     # the normalisation really happened (not two equally empty states)
     researcher = a.bots["researcher"]
     assert researcher.soul == "You are a meticulous researcher.\n"
@@ -323,9 +316,7 @@ def test_folder_without_recursive_reads_only_its_own_manifest_files(tmp_path: Pa
     write(
         tmp_path,
         "gamma.json",
-        json.dumps(
-            {"apiVersion": "hermes-fleet/v1", "kind": "Bot", "metadata": {"name": "gamma", "fleet": "acme"}}
-        ),
+        json.dumps({"apiVersion": "hermes-fleet/v1", "kind": "Bot", "metadata": {"name": "gamma", "fleet": "acme"}}),
     )
     write(tmp_path, "notes.txt", "not: [a manifest")
     write(tmp_path, ".hidden.yaml", "not: [a manifest")
@@ -354,9 +345,7 @@ def test_repeated_f_merges_files_and_names_resolve_across_them(tmp_path: Path, c
         f"{HEADER}kind: Room\nmetadata: {{name: Pair, fleet: acme}}\nspec: {{members: [alpha, beta]}}\n",
     )
     write(tmp_path, "beta.yaml", bot_doc("beta"))
-    code, out, _ = run(
-        capsys, "validate", "-f", str(tmp_path / "fleet.yaml"), "-f", str(tmp_path / "room.yaml")
-    )
+    code, out, _ = run(capsys, "validate", "-f", str(tmp_path / "fleet.yaml"), "-f", str(tmp_path / "room.yaml"))
     assert code == 2
     assert "member 'beta' is not a bot of this fleet" in out
     code, out, _ = run(
@@ -399,9 +388,7 @@ def test_stdin_is_read_with_f_dash() -> None:
 
 
 def test_stdin_errors_are_reported_against_stdin() -> None:
-    proc = run_subprocess(
-        "validate", "-f", "-", stdin=b"apiVersion: hermes-fleet/v1\nkind: Bott\nmetadata: {name: a}\n"
-    )
+    proc = run_subprocess("validate", "-f", "-", stdin=b"apiVersion: hermes-fleet/v1\nkind: Bott\nmetadata: {name: a}\n")
     assert proc.returncode == 2
     assert b"<stdin>:2:1: error: kind: unknown kind 'Bott'; did you mean 'Bot'?" in proc.stdout
     assert b"Traceback" not in proc.stderr
@@ -444,9 +431,7 @@ def test_invalid_fleet_flag_is_rejected(tmp_path: Path, capsys) -> None:
 @pytest.mark.parametrize(
     ("files", "argv"),
     [
-        pytest.param(
-            {"a.yaml": bot_doc("alpha", "one"), "b.yaml": bot_doc("beta", "two")}, [], id="metadata-fleets"
-        ),
+        pytest.param({"a.yaml": bot_doc("alpha", "one"), "b.yaml": bot_doc("beta", "two")}, [], id="metadata-fleets"),
         pytest.param({"f.yaml": MINI, "b.yaml": bot_doc("beta", "other")}, [], id="fleet-doc-vs-metadata"),
         pytest.param(
             {"f.yaml": MINI, "g.yaml": MINI.replace("acme", "other").replace("alpha", "zed")},
@@ -533,9 +518,7 @@ def test_an_empty_file_with_a_fleet_flag_is_an_empty_fleet(tmp_path: Path, capsy
         ),
     ],
 )
-def test_unknown_names_get_a_did_you_mean_suggestion(
-    tmp_path: Path, capsys, text: str, expected: str
-) -> None:
+def test_unknown_names_get_a_did_you_mean_suggestion(tmp_path: Path, capsys, text: str, expected: str) -> None:
     path = write(tmp_path, "m.yaml", text)
     code, out, _ = run(capsys, "validate", "-f", str(path))
     assert code == 2
@@ -543,9 +526,7 @@ def test_unknown_names_get_a_did_you_mean_suggestion(
 
 
 def test_unknown_field_without_a_close_match_lists_the_allowed_fields(tmp_path: Path, capsys) -> None:
-    path = write(
-        tmp_path, "m.yaml", f"{HEADER}kind: Section\nmetadata: {{name: T, fleet: acme}}\nspec: {{zzzz: 1}}\n"
-    )
+    path = write(tmp_path, "m.yaml", f"{HEADER}kind: Section\nmetadata: {{name: T, fleet: acme}}\nspec: {{zzzz: 1}}\n")
     code, out, _ = run(capsys, "validate", "-f", str(path))
     assert code == 2
     assert "unknown field 'zzzz'; allowed fields here: id" in out
@@ -582,9 +563,7 @@ HOSTILE = [
     ),
     pytest.param(BOMB.encode(), None, None, "alias bomb", id="alias-bomb"),
     pytest.param(b"a: &a\n  b: *a\n", 1, 4, "recursive", id="recursive-alias"),
-    pytest.param(
-        ("a: " + "[" * 100 + "]" * 100 + "\n").encode(), 1, None, "nesting is deeper", id="deep-nesting"
-    ),
+    pytest.param(("a: " + "[" * 100 + "]" * 100 + "\n").encode(), 1, None, "nesting is deeper", id="deep-nesting"),
     pytest.param(
         b"apiVersion: !!python/object/apply:os.system ['true']\n",
         1,
@@ -615,9 +594,7 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize(("content", "line", "column", "message"), HOSTILE)
-def test_hostile_input_is_exit_2_with_a_located_message(
-    tmp_path: Path, capsys, content, line, column, message
-):
+def test_hostile_input_is_exit_2_with_a_located_message(tmp_path: Path, capsys, content, line, column, message):
     path = tmp_path / "hostile.yaml"
     path.write_bytes(content)
     code, out, err = run(capsys, "validate", "-f", str(path))

@@ -71,10 +71,14 @@ def test_unsafe_socket_and_pointer_are_refused(fake: FakeGateway, tmp_path: Path
 def test_descriptor_rules(fake: FakeGateway):
     good = fake.descriptor()
     assert gw.validate_descriptor(good, fake.home, "x").profile_id == good["served_profiles"][0]["profile_id"]
-    for change, reason in (({"runtime_protocol": True}, "incompatible"), ({"capabilities": []}, "incompatible"),
-                           ({"api_origin": "http://localhost:1"}, "invalid_control_response"),
-                           ({"api_origin": "http://10.1.2.3:80"}, "invalid_control_response"),
-                           ({"served_profiles": []}, "profile_mismatch"), ({"state": "draining"}, "draining")):
+    for change, reason in (
+        ({"runtime_protocol": True}, "incompatible"),
+        ({"capabilities": []}, "incompatible"),
+        ({"api_origin": "http://localhost:1"}, "invalid_control_response"),
+        ({"api_origin": "http://10.1.2.3:80"}, "invalid_control_response"),
+        ({"served_profiles": []}, "profile_mismatch"),
+        ({"state": "draining"}, "draining"),
+    ):
         with pytest.raises(gw.GatewayUnavailable) as info:
             gw.validate_descriptor({**good, **change}, fake.home, "x")
         assert info.value.reason == reason, change

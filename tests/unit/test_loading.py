@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.manifests import loading
 from controller.errors import UsageError
+from controller.manifests import loading
 
 
 def parse(text: str, source: str = "m.yaml") -> list[loading.Document]:
@@ -187,21 +187,11 @@ def test_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     [
         pytest.param("a:\n\tb: 1\n", (2, 1), "tab character", "indent with spaces", id="tab-indent"),
         pytest.param("a: {b: 1\n", (2, 1), "YAML syntax error", "fix the YAML syntax", id="unclosed-flow"),
-        pytest.param(
-            "a: *nothing\n", (1, 4), "YAML syntax error", "define the &anchor", id="undefined-alias"
-        ),
-        pytest.param(
-            "a: 1\nb: 2\na: 3\n", (3, 1), "duplicate key 'a'", "keeps only the last", id="duplicate-key"
-        ),
-        pytest.param(
-            "x:\n  a: 1\n  a: 1\n", (3, 3), "duplicate key 'a'", "remove one", id="nested-duplicate"
-        ),
-        pytest.param(
-            "? [a]\n: 1\n", (1, 3), "mapping keys must be plain strings", "quote the key", id="complex-key"
-        ),
-        pytest.param(
-            "a: &a\n  b: *a\n", (1, 4), "recursive structure", "remove the recursive", id="recursive"
-        ),
+        pytest.param("a: *nothing\n", (1, 4), "YAML syntax error", "define the &anchor", id="undefined-alias"),
+        pytest.param("a: 1\nb: 2\na: 3\n", (3, 1), "duplicate key 'a'", "keeps only the last", id="duplicate-key"),
+        pytest.param("x:\n  a: 1\n  a: 1\n", (3, 3), "duplicate key 'a'", "remove one", id="nested-duplicate"),
+        pytest.param("? [a]\n: 1\n", (1, 3), "mapping keys must be plain strings", "quote the key", id="complex-key"),
+        pytest.param("a: &a\n  b: *a\n", (1, 4), "recursive structure", "remove the recursive", id="recursive"),
         pytest.param(
             "a: !!python/object:os.system x\n",
             (1, 4),
@@ -265,9 +255,7 @@ def test_billion_laughs_is_refused_with_bounded_memory(tmp_path: Path) -> None:
 
 def test_the_alias_budget_scales_with_the_file_so_honest_reuse_still_works() -> None:
     # 300 bots reusing one anchor: legitimate, and far below the budget
-    text = "base: &base {provider: p, default: m}\nbots:\n" + "".join(
-        f"  - {{name: b{i}, model: *base}}\n" for i in range(300)
-    )
+    text = "base: &base {provider: p, default: m}\nbots:\n" + "".join(f"  - {{name: b{i}, model: *base}}\n" for i in range(300))
     (doc,) = parse(text)
     assert len(doc.data["bots"]) == 300
     assert doc.data["bots"][299]["model"] == {"provider": "p", "default": "m"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.hermes import naming
+from controller.hermes import DEFAULT_PROFILE, naming
 
 
 @pytest.mark.parametrize("name", ["a", "0", "researcher", "my_bot-2", "a" * 64, "default", "hermes"])
@@ -34,7 +34,7 @@ def test_invalid_profile_names_say_why(name: str, fragment: str) -> None:
 
 def test_reserved_names_are_the_ones_hermes_refuses() -> None:
     assert {"hermes", "default", "test", "tmp", "root", "sudo"} == naming.RESERVED_PROFILE_NAMES
-    assert naming.DEFAULT_PROFILE == "default"
+    assert DEFAULT_PROFILE == "default"
 
 
 @pytest.mark.parametrize(

@@ -69,8 +69,7 @@ def test_text_valid_summary(manifests, capsys) -> None:
     code, out = run(capsys, "validate", "-f", str(manifests["valid"]))
     assert code == 0
     assert out == (
-        "valid: fleet 'acme', 2 bot(s), 1 routine(s), 0 section(s), 0 room(s), 0 peer(s) — 1 file(s), "
-        "0 error(s), 0 warning(s)\n"
+        "valid: fleet 'acme', 2 bot(s), 1 routine(s), 0 section(s), 0 room(s), 0 peer(s) — 1 file(s), 0 error(s), 0 warning(s)\n"
     )
 
 
@@ -86,12 +85,10 @@ def test_text_lines_are_file_line_column_severity_path_message_hint(manifests, c
     assert (
         f"{f}:5:9: error: spec.env.OPENAI_API_KEY: "
         "OPENAI_API_KEY looks like a secret but has a literal value; "
-        "write 'OPENAI_API_KEY: {from_env: OPENAI_API_KEY}' (or from_file) and keep the value out of git"
-        in lines
+        "write 'OPENAI_API_KEY: {from_env: OPENAI_API_KEY}' (or from_file) and keep the value out of git" in lines
     )
     assert any(
-        line.startswith(f"{f}:7:")
-        and ": warning: spec.routines[0].schedule: 'every 1m' runs every 1 minute" in line
+        line.startswith(f"{f}:7:") and ": warning: spec.routines[0].schedule: 'every 1m' runs every 1 minute" in line
         for line in lines
     )
     assert lines[-1] == "invalid — 1 file(s), 2 error(s), 1 warning(s)"
@@ -255,20 +252,15 @@ def test_junit_counts_one_case_per_file_and_failures(tmp_path: Path, manifests, 
     folder.mkdir()
     (folder / "a-fleet.yaml").write_text(textwrap.dedent(VALID))
     (folder / "b-bad.yaml").write_text(
-        "apiVersion: hermes-fleet/v1\nkind: Bot\nmetadata: {name: x, fleet: acme}\n"
-        "spec: {section: Nowhere, hidden: maybe}\n"
+        "apiVersion: hermes-fleet/v1\nkind: Bot\nmetadata: {name: x, fleet: acme}\nspec: {section: Nowhere, hidden: maybe}\n"
     )
-    (folder / "c-ok.yaml").write_text(
-        "apiVersion: hermes-fleet/v1\nkind: Section\nmetadata: {name: T, fleet: acme}\n"
-    )
+    (folder / "c-ok.yaml").write_text("apiVersion: hermes-fleet/v1\nkind: Section\nmetadata: {name: T, fleet: acme}\n")
     code, out = run(capsys, "validate", "-o", "junit", "-f", str(folder))
     assert code == 2
     root = junit(out)
     (suite,) = root.findall("testsuite")
     cases = suite.findall("testcase")
-    assert [c.get("name") for c in cases] == [
-        str(folder / n) for n in ("a-fleet.yaml", "b-bad.yaml", "c-ok.yaml")
-    ]
+    assert [c.get("name") for c in cases] == [str(folder / n) for n in ("a-fleet.yaml", "b-bad.yaml", "c-ok.yaml")]
     assert root.get("tests") == suite.get("tests") == "3"
     assert root.get("failures") == suite.get("failures") == "1"
     bad = cases[1]

@@ -11,14 +11,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from controller.core import jobs as routines
-from controller.errors import RefusedValue
 from controller.engine import observing
 from controller.engine.applying import routines as applying_routines
+from controller.errors import RefusedValue
 from controller.manifests.models import Routine
 
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # a Monday
 
-# Desktop's `routinePrompt` for a bot that is not the active profile (bot-mode-state.md section 6),
+# Desktop's `routinePrompt` for a bot that is not the active profile (docs/hermes/bot-mode.md#routines),
 # spelled out literally here so a drift in the template fails this test.
 EXPECTED_V2 = (
     "[bot-mode:routine:v2] You are running the scheduled routine \"Tea 'n' talk\" for agent 'alpha'. "
@@ -56,9 +56,17 @@ def test_v2_prompt_survives_a_shell() -> None:
 
     title, instruction = "it's $HOME `x`", "rm -rf / ; echo 'ok' \"q\"\nline2"
     prompt = routines.routine_prompt("bot", title, instruction)
-    command = prompt[prompt.index("hermes -p"):prompt.rindex("\n\nIf the command fails")]
-    assert shlex.split(command) == ["hermes", "-p", "bot", "chat", "-c", f"Routine: {title}",
-                                    "-q", f"[Scheduled routine] {instruction}"]
+    command = prompt[prompt.index("hermes -p") : prompt.rindex("\n\nIf the command fails")]
+    assert shlex.split(command) == [
+        "hermes",
+        "-p",
+        "bot",
+        "chat",
+        "-c",
+        f"Routine: {title}",
+        "-q",
+        f"[Scheduled routine] {instruction}",
+    ]
 
 
 def test_desired_fields_defaults_and_normalisation() -> None:
@@ -82,8 +90,19 @@ def test_desired_fields_defaults_and_normalisation() -> None:
     ["0 9 * * 1-5", "every 45m", "every 1d", "2030-01-02T03:04:00+00:00", "2030-01-02T03:04", "15m", "2h"],
 )
 def test_a_new_job_reads_back_as_desired(schedule: str) -> None:
-    routine = r(schedule=schedule, skills=["a", "b"], deliver="bot-chat", context_from=["self"], repeat=4,
-                model="m", provider="p", workdir="/", toolsets=["web"], paused=True, paused_reason="why")
+    routine = r(
+        schedule=schedule,
+        skills=["a", "b"],
+        deliver="bot-chat",
+        context_from=["self"],
+        repeat=4,
+        model="m",
+        provider="p",
+        workdir="/",
+        toolsets=["web"],
+        paused=True,
+        paused_reason="why",
+    )
     job = routines.new_job("alpha", routine, NOW)
     assert routines.live_fields(job) == routines.desired_fields("alpha", routine)
     json.dumps(job)  # JSON-serialisable as Hermes writes it
@@ -91,11 +110,38 @@ def test_a_new_job_reads_back_as_desired(schedule: str) -> None:
 
 def test_new_job_has_hermes_shape() -> None:
     job = routines.new_job("alpha", r(), NOW)
-    hermes_keys = {  # cron.jobs.create_job in 0.19.0 (hermes-formats.md section E)
-        "id", "name", "prompt", "skills", "skill", "model", "provider", "provider_snapshot", "model_snapshot",
-        "base_url", "script", "no_agent", "context_from", "schedule", "schedule_display", "repeat", "enabled",
-        "state", "paused_at", "paused_reason", "created_at", "next_run_at", "last_run_at", "last_status",
-        "last_error", "last_delivery_error", "deliver", "origin", "enabled_toolsets", "workdir"}
+    hermes_keys = {  # cron.jobs.create_job in 0.19.0 (docs/hermes/cron.md#job-record)
+        "id",
+        "name",
+        "prompt",
+        "skills",
+        "skill",
+        "model",
+        "provider",
+        "provider_snapshot",
+        "model_snapshot",
+        "base_url",
+        "script",
+        "no_agent",
+        "context_from",
+        "schedule",
+        "schedule_display",
+        "repeat",
+        "enabled",
+        "state",
+        "paused_at",
+        "paused_reason",
+        "created_at",
+        "next_run_at",
+        "last_run_at",
+        "last_status",
+        "last_error",
+        "last_delivery_error",
+        "deliver",
+        "origin",
+        "enabled_toolsets",
+        "workdir",
+    }
     assert set(job) == hermes_keys
     assert re.fullmatch(r"[0-9a-f]{12}", job["id"])
     assert job["next_run_at"] == "2026-03-02T09:00:00+00:00"
@@ -123,8 +169,13 @@ def test_a_past_one_shot_is_refused() -> None:
 
 def test_update_job_touches_only_changed_fields_and_keeps_runtime() -> None:
     job = routines.new_job("alpha", r(), NOW)
-    job.update(next_run_at="2026-03-09T09:00:00+00:00", last_run_at="2026-03-02T09:00:01+00:00",
-               last_status="ok", fire_claim={"x": 1}, unknown_key="kept")
+    job.update(
+        next_run_at="2026-03-09T09:00:00+00:00",
+        last_run_at="2026-03-02T09:00:01+00:00",
+        last_status="ok",
+        fire_claim={"x": 1},
+        unknown_key="kept",
+    )
     job["repeat"]["completed"] = 3
     before = copy.deepcopy(job)
     routine = r(prompt="New words", repeat=10)
@@ -132,7 +183,8 @@ def test_update_job_touches_only_changed_fields_and_keeps_runtime() -> None:
     assert job["prompt"] == routines.routine_prompt("alpha", "Digest", "New words")
     assert job["repeat"] == {"times": 10, "completed": 3}
     assert {k: v for k, v in job.items() if k not in ("prompt", "repeat")} == {
-        k: v for k, v in before.items() if k not in ("prompt", "repeat")}
+        k: v for k, v in before.items() if k not in ("prompt", "repeat")
+    }
 
 
 def test_update_job_schedule_pause_and_resume() -> None:
@@ -143,13 +195,12 @@ def test_update_job_schedule_pause_and_resume() -> None:
     assert job["schedule_display"] == "every 120m"
     assert job["next_run_at"] == (later + timedelta(hours=2)).isoformat()
 
-    routines.update_job(job, "alpha", r(schedule="every 2h", paused=True, paused_reason="a"), {"paused",
-                        "paused_reason"}, later)
-    assert (job["enabled"], job["state"], job["paused_at"], job["paused_reason"]) == (
-        False, "paused", later.isoformat(), "a")
+    routines.update_job(job, "alpha", r(schedule="every 2h", paused=True, paused_reason="a"), {"paused", "paused_reason"}, later)
+    assert (job["enabled"], job["state"], job["paused_at"], job["paused_reason"]) == (False, "paused", later.isoformat(), "a")
     # A new reason keeps the original pause time.
-    routines.update_job(job, "alpha", r(schedule="every 2h", paused=True, paused_reason="b"), {"paused_reason"},
-                        later + timedelta(hours=1))
+    routines.update_job(
+        job, "alpha", r(schedule="every 2h", paused=True, paused_reason="b"), {"paused_reason"}, later + timedelta(hours=1)
+    )
     assert (job["paused_at"], job["paused_reason"]) == (later.isoformat(), "b")
 
     resume = later + timedelta(days=2)
@@ -159,8 +210,13 @@ def test_update_job_schedule_pause_and_resume() -> None:
 
 
 def test_live_fields_read_hermes_variants() -> None:
-    minimal = {"id": "x", "name": "n", "prompt": "p", "schedule": {"kind": "cron", "expr": "0 9 * * *",
-               "display": "0 9 * * *"}, "enabled": True}
+    minimal = {
+        "id": "x",
+        "name": "n",
+        "prompt": "p",
+        "schedule": {"kind": "cron", "expr": "0 9 * * *", "display": "0 9 * * *"},
+        "enabled": True,
+    }
     live = routines.live_fields(minimal)
     assert (live["deliver"], live["skills"], live["repeat"], live["paused"]) == ("local", [], None, False)
     assert routines.live_fields({**minimal, "skill": "legacy"})["skills"] == ["legacy"]

@@ -104,9 +104,7 @@ def test_next_runs_of_an_interval_and_one_shots() -> None:
         NOW + timedelta(hours=4),
     ]
     assert schedules.next_runs(schedules.parse("30m"), 5, now=NOW) == [NOW + timedelta(minutes=30)]
-    assert schedules.next_runs(schedules.parse("2031-01-01T00:00"), 5, now=NOW) == [
-        datetime(2031, 1, 1, tzinfo=UTC)
-    ]
+    assert schedules.next_runs(schedules.parse("2031-01-01T00:00"), 5, now=NOW) == [datetime(2031, 1, 1, tzinfo=UTC)]
     assert schedules.next_runs(schedules.parse("2020-01-01T00:00"), 5, now=NOW) == []
 
 

@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from controller import cli
-from controller.manifests import loading
-from controller.manifests import schema
-from controller.manifests import validating
+from controller.manifests import loading, schema, validating
 from controller.manifests.models import KINDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,9 +23,7 @@ def test_schemas_folder_is_up_to_date() -> None:
     missing = sorted(set(rendered) - set(on_disk))
     extra = sorted(set(on_disk) - set(rendered))
     stale = sorted(name for name in set(rendered) & set(on_disk) if rendered[name] != on_disk[name])
-    assert not (missing or extra or stale), (
-        f"schemas/ is stale (missing {missing}, extra {extra}, changed {stale}): {REGENERATE}"
-    )
+    assert not (missing or extra or stale), f"schemas/ is stale (missing {missing}, extra {extra}, changed {stale}): {REGENERATE}"
 
 
 def test_one_schema_file_per_kind_plus_the_union() -> None:

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.manifests import loading
-from controller.manifests import validating
+from controller.manifests import loading, validating
 
 NOW = datetime(2030, 6, 1, 12, 0, tzinfo=UTC)
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
@@ -22,9 +21,7 @@ def fleet(name: str = "acme", **spec: Any) -> dict[str, Any]:
     return {"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": name}, "spec": spec}
 
 
-def doc(
-    kind: str, name: str, spec: dict[str, Any] | None = None, fleet_name: str | None = "acme"
-) -> dict[str, Any]:
+def doc(kind: str, name: str, spec: dict[str, Any] | None = None, fleet_name: str | None = "acme") -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if fleet_name:
         meta["fleet"] = fleet_name
@@ -237,9 +234,7 @@ RULES = [
             "bots": [
                 {
                     "name": "a",
-                    "routines": [
-                        {"name": "new", "schedule": "every 1h", "prompt": "x", "renamed_from": "old"}
-                    ],
+                    "routines": [{"name": "new", "schedule": "every 1h", "prompt": "x", "renamed_from": "old"}],
                 }
             ]
         },
@@ -798,9 +793,7 @@ def test_default_profile_may_be_declared_to_set_its_metadata(tmp_path: Path) -> 
 
 
 def test_reserved_mention_words_give_no_tag_so_they_never_collide(tmp_path: Path) -> None:
-    result = check(
-        tmp_path, fleet(bots=[{"name": "a", "title": "Everyone"}, {"name": "b", "title": "everyone"}])
-    )
+    result = check(tmp_path, fleet(bots=[{"name": "a", "title": "Everyone"}, {"name": "b", "title": "everyone"}]))
     assert result.errors == [], rendered(result)
 
 
@@ -853,9 +846,7 @@ def test_risky_schedules_are_warnings_not_errors(tmp_path: Path, schedule: str, 
     assert result.state is not None  # a warning does not block
 
 
-@pytest.mark.parametrize(
-    "schedule", ["every 5m", "*/5 * * * *", "0 8 * * 1-5", "2h", "2031-01-01T08:00", "every 1d"]
-)
+@pytest.mark.parametrize("schedule", ["every 5m", "*/5 * * * *", "0 8 * * 1-5", "2h", "2031-01-01T08:00", "every 1d"])
 def test_ordinary_schedules_give_no_warning(tmp_path: Path, schedule: str) -> None:
     result = check(
         tmp_path,
@@ -922,12 +913,8 @@ def test_the_frequency_warning_lists_the_next_runs(tmp_path: Path) -> None:
             "needs a 'prompt'",
             id="routine-no-work",
         ),
-        pytest.param(
-            {"name": "a", "title": "x" * 65}, "spec.bots[0].title", "at most 64", id="title-too-long"
-        ),
-        pytest.param(
-            {"name": "a", "tts": {"provider": "nope"}}, "spec.bots[0].tts.provider", "edge", id="tts-provider"
-        ),
+        pytest.param({"name": "a", "title": "x" * 65}, "spec.bots[0].title", "at most 64", id="title-too-long"),
+        pytest.param({"name": "a", "tts": {"provider": "nope"}}, "spec.bots[0].tts.provider", "edge", id="tts-provider"),
     ],
 )
 def test_model_level_rules_are_reported_at_the_field(tmp_path: Path, bot, path, fragment) -> None:

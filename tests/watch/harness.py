@@ -29,8 +29,7 @@ Event = dict[str, Any]
 
 def environ(user: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("HERMES_HOME", "GIT_DIR", "GIT_WORK_TREE")}
-    env.update({"HOME": str(user), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1", "GIT_CONFIG_NOSYSTEM": "1",
-                "PYTHONPATH": str(REPO)})
+    env.update({"HOME": str(user), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1", "GIT_CONFIG_NOSYSTEM": "1", "PYTHONPATH": str(REPO)})
     env.update(extra)
     return env
 
@@ -48,8 +47,15 @@ def parse_text(line: str) -> Event:
 
 def cli(user: Path, *args: str | Path, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
     """`hermes-fleet <args>` as a separate process (what cron or a second terminal would run)."""
-    return subprocess.run([sys.executable, "-m", "controller", *map(str, args)], cwd=REPO, env=environ(user, **env),
-                          capture_output=True, text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "controller", *map(str, args)],
+        cwd=REPO,
+        env=environ(user, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 class Watch:
@@ -60,8 +66,9 @@ class Watch:
         self._queue: queue.Queue[Event | None] = queue.Queue()
         self._seen = 0
         argv = [sys.executable, "-m", "controller", "watch", *map(str, args), "--log-format", log_format]
-        self.proc = subprocess.Popen(argv, cwd=REPO, env=environ(user, **env), stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            argv, cwd=REPO, env=environ(user, **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+        )
         self._stderr: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._err_reader = threading.Thread(target=self._read_err, daemon=True)
@@ -94,8 +101,9 @@ class Watch:
 
     def wait_for(self, event: str, timeout: float = 10.0, **match: Any) -> Event:
         """The next (not yet consumed) event named `event` whose fields equal `match`."""
-        return self.wait_until(lambda e: e["event"] == event and all(e.get(k) == v for k, v in match.items()),
-                               timeout, f"{event} {match}")
+        return self.wait_until(
+            lambda e: e["event"] == event and all(e.get(k) == v for k, v in match.items()), timeout, f"{event} {match}"
+        )
 
     def wait_until(self, predicate: Callable[[Event], bool], timeout: float = 10.0, what: str = "event") -> Event:
         deadline = time.monotonic() + timeout
@@ -123,7 +131,7 @@ class Watch:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             time.sleep(0.05)
-        new = self.events[self._seen:]
+        new = self.events[self._seen :]
         self._seen = len(self.events)
         return new
 
@@ -172,8 +180,12 @@ def http_get(port: int, path: str) -> tuple[int, str, str]:
 
 
 def fleet_doc(bots: list[dict[str, Any]], *, fleet: str = "acme") -> str:
-    return json.dumps({"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": fleet},
-                       "spec": {"bots": bots}}, indent=2) + "\n"
+    return (
+        json.dumps(
+            {"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": fleet}, "spec": {"bots": bots}}, indent=2
+        )
+        + "\n"
+    )
 
 
 def write_fleet(path: Path, bots: list[dict[str, Any]], *, fleet: str = "acme") -> Path:
@@ -202,8 +214,7 @@ def git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def read_status(home: Path, until: Callable[[dict[str, Any]], bool] = lambda _s: True,
-                timeout: float = 10.0) -> dict[str, Any]:
+def read_status(home: Path, until: Callable[[dict[str, Any]], bool] = lambda _s: True, timeout: float = 10.0) -> dict[str, Any]:
     """The reconciler's status file, once `until` holds (it is rewritten just after each run's log line)."""
     path = home / ".hermes-fleet" / "watch-status.json"
     deadline = time.monotonic() + timeout

@@ -16,8 +16,11 @@ from tests.watch.harness import http_get, read_status, title, write_fleet
 
 def _without_status(tree: dict[str, tuple[object, ...]]) -> dict[str, tuple[object, ...]]:
     """The home minus the reconciler's status file (rewritten after every run, through a temp file)."""
-    return {k: v for k, v in tree.items()
-            if not k.startswith((".hermes-fleet/watch-status.json", ".hermes-fleet/.watch-status.json."))}
+    return {
+        k: v
+        for k, v in tree.items()
+        if not k.startswith((".hermes-fleet/watch-status.json", ".hermes-fleet/.watch-status.json."))
+    }
 
 
 def test_a_file_edit_converges_within_seconds(spawn, manifests: Path, home: Path) -> None:
@@ -46,8 +49,16 @@ def test_editor_temp_files_do_not_trigger_runs(spawn, manifests: Path, home: Pat
     watch.wait_for("reconciled", trigger="start", result="applied")
 
     # What vim, emacs, and friends leave beside a file while saving it: none is a manifest.
-    for name in (".fleet.yaml.swp", ".fleet.yaml.swx", "fleet.yaml~", ".#fleet.yaml", "4913", "#fleet.yaml#",
-                 "fleet.yaml.tmp", ".fleet.yaml.kate-swp"):
+    for name in (
+        ".fleet.yaml.swp",
+        ".fleet.yaml.swx",
+        "fleet.yaml~",
+        ".#fleet.yaml",
+        "4913",
+        "#fleet.yaml#",
+        "fleet.yaml.tmp",
+        ".fleet.yaml.kate-swp",
+    ):
         (manifests / name).write_text("garbage: [\n")
     (manifests / "4913").unlink()
     quiet = watch.quiet_for(1.5)  # five debounce windows
@@ -73,15 +84,16 @@ def test_a_vim_style_save_sequence_converges(spawn, manifests: Path, home: Path)
     time.sleep(0.05)
     write_fleet(fleet, [{"name": "alpha", "title": "Saved By Vim"}])
     backup.unlink()
-    watch.wait_until(lambda e: e["event"] == "reconciled" and e["result"] == "applied" and e["trigger"] == "change",
-                     what="an applied run after the save")
+    watch.wait_until(
+        lambda e: e["event"] == "reconciled" and e["result"] == "applied" and e["trigger"] == "change",
+        what="an applied run after the save",
+    )
     assert title(home, "alpha") == "Saved By Vim"
     assert watch.proc.poll() is None, "the watcher must survive a manifest that briefly disappears"
     assert watch.stop() == 0
 
 
-def test_the_homes_own_writes_never_trigger_runs_even_inside_the_watched_folder(
-        spawn, manifests: Path) -> None:
+def test_the_homes_own_writes_never_trigger_runs_even_inside_the_watched_folder(spawn, manifests: Path) -> None:
     home = manifests / "hermes"  # the home sits inside the watched folder
     fleet = write_fleet(manifests / "fleet.yaml", [{"name": f"b{i}", "title": f"B{i}"} for i in range(5)])
     watch = spawn("-f", manifests, "--home", home, "--interval", "300")
@@ -134,8 +146,7 @@ def test_self_heal_corrects_a_hand_edit(spawn, manifests: Path, home: Path) -> N
     assert watch.stop() == 0
 
 
-def test_a_broken_manifest_stalls_without_touching_anything_and_recovers(
-        spawn, manifests: Path, home: Path) -> None:
+def test_a_broken_manifest_stalls_without_touching_anything_and_recovers(spawn, manifests: Path, home: Path) -> None:
     fleet = write_fleet(manifests / "fleet.yaml", [{"name": "alpha", "title": "Good"}])
     watch = spawn("-f", manifests, "--home", home, "--interval", "0.5", "--health-port", "0")
     port = int(watch.wait_for("health_listening")["address"].rsplit(":", 1)[1])

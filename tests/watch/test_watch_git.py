@@ -53,8 +53,7 @@ def _watch_git(spawn, remote: Remote, home: Path, *extra: str):
     return spawn("--git", remote.url, "--ref", "main", "--path", "fleet", "--home", home, "--interval", "1", *extra)
 
 
-def test_clone_into_the_home_exact_commit_and_a_push_converges_at_the_next_fetch(
-        spawn, remote: Remote, home: Path) -> None:
+def test_clone_into_the_home_exact_commit_and_a_push_converges_at_the_next_fetch(spawn, remote: Remote, home: Path) -> None:
     first = remote.commit([{"name": "alpha", "title": "First"}], "first")
     remote.push()
     watch = _watch_git(spawn, remote, home)
@@ -70,8 +69,9 @@ def test_clone_into_the_home_exact_commit_and_a_push_converges_at_the_next_fetch
 
     second = remote.commit([{"name": "alpha", "title": "Second"}, {"name": "beta"}], "second")
     remote.push()
-    run = watch.wait_until(lambda e: e["event"] == "reconciled" and e["revision"] == second[:16], timeout=10,
-                           what="a run at the pushed commit")
+    run = watch.wait_until(
+        lambda e: e["event"] == "reconciled" and e["revision"] == second[:16], timeout=10, what="a run at the pushed commit"
+    )
     assert run["trigger"] == "interval" and run["result"] == "applied" and run["changed"] == 2, watch.transcript()
     assert title(home, "alpha") == "Second" and (home / "profiles" / "beta").is_dir()
     assert git(cache, "rev-parse", "HEAD") == second
@@ -83,7 +83,8 @@ def test_clone_into_the_home_exact_commit_and_a_push_converges_at_the_next_fetch
 
 
 def test_an_unreachable_remote_is_reported_and_the_last_good_revision_stays(
-        spawn, remote: Remote, home: Path, tmp_path: Path) -> None:
+    spawn, remote: Remote, home: Path, tmp_path: Path
+) -> None:
     good = remote.commit([{"name": "alpha", "title": "Good"}], "good")
     remote.push()
     watch = _watch_git(spawn, remote, home)
@@ -91,8 +92,7 @@ def test_an_unreachable_remote_is_reported_and_the_last_good_revision_stays(
 
     moved = tmp_path / "elsewhere.git"
     remote.bare.rename(moved)  # the server is gone
-    failed = watch.wait_until(lambda e: e["event"] == "reconciled" and e["result"] == "source-error",
-                              what="a source-error run")
+    failed = watch.wait_until(lambda e: e["event"] == "reconciled" and e["result"] == "source-error", what="a source-error run")
     assert "fatal:" in failed["message"] and remote.url in failed["message"], failed["message"]
     assert title(home, "alpha") == "Good"
     status = read_status(home, lambda s: s["last_result"] == "source-error")
@@ -101,8 +101,9 @@ def test_an_unreachable_remote_is_reported_and_the_last_good_revision_stays(
     assert retry["trigger"] == "retry" and retry["result"] == "source-error"
 
     moved.rename(remote.bare)
-    back = watch.wait_until(lambda e: e["event"] == "reconciled" and e["result"] != "source-error",
-                            what="recovery once the remote is back")
+    back = watch.wait_until(
+        lambda e: e["event"] == "reconciled" and e["result"] != "source-error", what="recovery once the remote is back"
+    )
     assert back["result"] == "in-sync" and back["revision"] == good[:16], watch.transcript()
     assert watch.stop() == 0
 
@@ -116,8 +117,7 @@ def test_a_force_push_is_reported_and_not_applied(spawn, remote: Remote, home: P
 
     rewritten = remote.commit([{"name": "alpha", "title": "Rewritten"}], "rewritten", amend=True)
     remote.push(force=True)
-    refused = watch.wait_until(lambda e: e["event"] == "reconciled" and e["result"] != "in-sync",
-                               what="the force push noticed")
+    refused = watch.wait_until(lambda e: e["event"] == "reconciled" and e["result"] != "in-sync", what="the force push noticed")
     assert refused["result"] == "stalled" and "rewritten" in refused["message"], watch.transcript()
     assert applied[:12] in refused["message"] and rewritten[:12] in refused["message"]
     assert watch.wait_for("reconciled")["result"] == "stalled"  # and it stays refused
@@ -153,8 +153,9 @@ def test_allow_history_rewrite_applies_a_force_push(spawn, remote: Remote, home:
     watch.wait_for("reconciled", trigger="start", result="applied")
     rewritten = remote.commit([{"name": "alpha", "title": "Rewritten"}], "rewritten", amend=True)
     remote.push(force=True)
-    run = watch.wait_until(lambda e: e["event"] == "reconciled" and e["revision"] == rewritten[:16],
-                           what="the rewritten commit applied")
+    run = watch.wait_until(
+        lambda e: e["event"] == "reconciled" and e["revision"] == rewritten[:16], what="the rewritten commit applied"
+    )
     assert run["result"] == "applied", watch.transcript()
     assert title(home, "alpha") == "Rewritten"
     assert watch.stop() == 0
@@ -193,8 +194,9 @@ def test_ssh_key_sets_git_ssh_command(tmp_path: Path, monkeypatch: pytest.Monkey
     key = tmp_path / key_name
     key.parent.mkdir(parents=True, exist_ok=True)
     key.write_text("not a real key\n")
-    source = GitSource("ssh://git@git.example.invalid/fleet.git", ref="main", path=".",
-                       cache_root=tmp_path / "cache", ssh_key=str(key))
+    source = GitSource(
+        "ssh://git@git.example.invalid/fleet.git", ref="main", path=".", cache_root=tmp_path / "cache", ssh_key=str(key)
+    )
     with pytest.raises(SourceError) as caught:
         source.snapshot()
     assert caught.value.transient, "an unreachable remote is retried"
@@ -209,8 +211,7 @@ def test_without_ssh_key_git_uses_the_users_own_ssh_setup(tmp_path: Path, monkey
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("GIT_SSH_COMMAND", raising=False)
     monkeypatch.delenv("GIT_SSH", raising=False)
-    source = GitSource("ssh://git@git.example.invalid/fleet.git", ref="main", path=".",
-                       cache_root=tmp_path / "cache")
+    source = GitSource("ssh://git@git.example.invalid/fleet.git", ref="main", path=".", cache_root=tmp_path / "cache")
     with pytest.raises(SourceError):
         source.snapshot()
     args = record.read_text().splitlines()

@@ -65,8 +65,13 @@ def test_once_exit_codes(user: Path, manifests: Path, home: Path) -> None:
     assert snapshot(home / "profiles") == before
     (manifests / "broken.yaml").unlink()
 
-    write_fleet(fleet, [{"name": "alpha", "title": "One", "model": {"default": "m1"}},
-                        {"name": "beta", "env": {"KEY": {"from_env": "HF_TEST_UNSET_VARIABLE"}}}])
+    write_fleet(
+        fleet,
+        [
+            {"name": "alpha", "title": "One", "model": {"default": "m1"}},
+            {"name": "beta", "env": {"KEY": {"from_env": "HF_TEST_UNSET_VARIABLE"}}},
+        ],
+    )
     code, run = once()
     assert (code, run["result"]) == (1, "partial") and "HF_TEST_UNSET_VARIABLE" in str(run["message"])
 
@@ -91,8 +96,7 @@ def test_once_exit_codes(user: Path, manifests: Path, home: Path) -> None:
 
 
 def test_host_slices(user: Path, manifests: Path, tmp_path: Path) -> None:
-    fleet = write_fleet(manifests / "fleet.yaml", [{"name": "a", "host": "alpha"}, {"name": "b", "host": "beta"},
-                                                   {"name": "c"}])
+    fleet = write_fleet(manifests / "fleet.yaml", [{"name": "a", "host": "alpha"}, {"name": "b", "host": "beta"}, {"name": "c"}])
     done = cli(user, "watch", "--once", "-f", fleet, "--home", tmp_path / "ha", "--host", "alpha")
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(p.name for p in (tmp_path / "ha" / "profiles").iterdir()) == ["a", "c"]
@@ -121,8 +125,9 @@ def test_status_file_and_status_verb_while_running_and_after(spawn, user: Path, 
     assert status["last_revision"].startswith("sha256:") and status["last_good_revision"] == status["last_revision"]
     assert status["next_run_at"] is not None
     assert [r["result"] for r in status["runs"][:2]] == ["applied", "in-sync"]
-    assert {"at", "trigger", "result", "revision", "digest", "changed", "failed", "drift", "message", "seconds"} \
-        <= set(status["runs"][0])
+    assert {"at", "trigger", "result", "revision", "digest", "changed", "failed", "drift", "message", "seconds"} <= set(
+        status["runs"][0]
+    )
 
     text = cli(user, "status", "--home", home)
     assert text.returncode == 0, text.stderr
@@ -163,8 +168,7 @@ def test_json_log_is_one_object_per_line(spawn, manifests: Path, home: Path) -> 
     assert watch.stop() == 0
     objects = [json.loads(line) for line in watch.lines]  # every line parses on its own
     assert all(isinstance(o, dict) and isinstance(o.get("event"), str) and "time" in o for o in objects)
-    assert [o["event"] for o in objects] == ["started", "reconciled", "source_changed", "reconciled", "stopping",
-                                             "stopped"]
+    assert [o["event"] for o in objects] == ["started", "reconciled", "source_changed", "reconciled", "stopping", "stopped"]
     assert objects[1]["changed"] == 1 and isinstance(objects[1]["seconds"], float)
     assert objects[4]["signal"] == "SIGTERM"
 
@@ -189,7 +193,7 @@ def test_health_and_metrics_on_an_ephemeral_loopback_port(spawn, manifests: Path
     code, kind, body = http_get(port, "/metrics")
     assert code == 200 and kind.startswith("text/plain")
     assert all(METRIC_LINE.match(line) for line in body.splitlines()), body
-    assert '# TYPE hermes_fleet_reconcile_total counter' in body
+    assert "# TYPE hermes_fleet_reconcile_total counter" in body
     assert 'hermes_fleet_reconcile_total{result="applied"} 1' in body
     assert "hermes_fleet_stalled 0" in body and "hermes_fleet_drifted_objects 0" in body
 
@@ -292,8 +296,7 @@ def test_sigterm_while_a_log_line_is_being_written(user: Path, manifests: Path, 
     stdout is a tiny pipe nobody reads, so the watcher blocks inside a log write; SIGTERM lands there.
     """
     write_fleet(manifests / "fleet.yaml", [{"name": "alpha"}])
-    argv = [sys.executable, "-m", "controller", "watch", "-f", str(manifests), "--home", str(home), "--interval",
-            "0.01"]
+    argv = [sys.executable, "-m", "controller", "watch", "-f", str(manifests), "--home", str(home), "--interval", "0.01"]
     proc = subprocess.Popen(argv, cwd=REPO, env=environ(user), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdout is not None
     stdout = proc.stdout
@@ -325,8 +328,7 @@ def test_sigterm_while_a_log_line_is_being_written(user: Path, manifests: Path, 
 # --- one reconciler per home ----------------------------------------------------------------------
 
 
-def test_two_reconcilers_on_one_home_cannot_both_write(spawn, user: Path, manifests: Path, home: Path,
-                                                       tmp_path: Path) -> None:
+def test_two_reconcilers_on_one_home_cannot_both_write(spawn, user: Path, manifests: Path, home: Path, tmp_path: Path) -> None:
     write_fleet(manifests / "fleet.yaml", [{"name": "alpha", "title": "One"}])
     first = spawn("-f", manifests, "--home", home, "--interval", "300")
     first.wait_for("reconciled", trigger="start", result="applied")
@@ -334,8 +336,7 @@ def test_two_reconcilers_on_one_home_cannot_both_write(spawn, user: Path, manife
     before = snapshot(home)
 
     # The second would change the home if it ran at all: other manifests, another title, a new bot.
-    intruder = write_fleet(tmp_path / "intruder" / "fleet.yaml", [{"name": "alpha", "title": "Intruder"},
-                                                                 {"name": "beta"}])
+    intruder = write_fleet(tmp_path / "intruder" / "fleet.yaml", [{"name": "alpha", "title": "Intruder"}, {"name": "beta"}])
     for extra in ((), ("--once",), ("--self-heal",)):
         started = time.monotonic()
         second = cli(user, "watch", "-f", intruder, "--home", home, "--interval", "300", *extra, timeout=30)

@@ -23,5 +23,4 @@ def plan(inputs: Inputs) -> Plan:
     changes += routines.plan_routine_orphans(inputs, bot_actions)
     room_changes, notes = rooms.plan_rooms(inputs, bot_actions)
     changes += room_changes
-    return Plan(fleet=state.fleet, digest=state.digest, changes=tuple(changes), prune=inputs.options.prune,
-                notes=tuple(notes))
+    return Plan(fleet=state.fleet, digest=state.digest, changes=tuple(changes), prune=inputs.options.prune, notes=tuple(notes))

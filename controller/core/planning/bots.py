@@ -19,10 +19,18 @@ from controller.hermes import DEFAULT_PROFILE
 from controller.manifests.desired import DesiredBot, DesiredState
 
 # ui_meta['hermes-bots'] keys this tool manages, and the explicit value that clears each one
-# (Desktop keeps keys the server omits, so a clear must be written: docs/hermes/bot-mode.md#clearing).
+# (Desktop keeps keys the server omits, so a clear must be written: docs/hermes/bot-mode.md#clears).
 META_CLEAR: dict[str, Any] = {
-    "title": None, "description": None, "hidden": False, "pinned": False, "sectionId": None,
-    "sectionName": None, "shape": None, "color": None, "imageKind": None, "custom": False,
+    "title": None,
+    "description": None,
+    "hidden": False,
+    "pinned": False,
+    "sectionId": None,
+    "sectionName": None,
+    "shape": None,
+    "color": None,
+    "imageKind": None,
+    "custom": False,
 }
 # Fields that stay as they are when the manifests stop managing them (a persona, a chat history).
 KEPT_ON_RELEASE = ("soul", "botchat")
@@ -68,16 +76,21 @@ def clear_value(name: str) -> Any:
     return META_CLEAR.get(key) if space == "meta" else None
 
 
-def applied_record(desired: Mapping[str, Any], secret_keys: frozenset[str] | set[str],
-                   inventory: Inventory) -> dict[str, Any]:
+def applied_record(desired: Mapping[str, Any], secret_keys: frozenset[str] | set[str], inventory: Inventory) -> dict[str, Any]:
     """What the inventory records for these desired values (secrets and souls hashed)."""
-    return {name: drift.comparable(name, value, secret=name.startswith("env:") and name[4:] in secret_keys,
-                                   inventory=inventory)
-            for name, value in desired.items()}
+    return {
+        name: drift.comparable(name, value, secret=name.startswith("env:") and name[4:] in secret_keys, inventory=inventory)
+        for name, value in desired.items()
+    }
 
 
-def diff_fields(desired: Mapping[str, Any], live: LiveProfile, applied: Mapping[str, Any],
-                secret_keys: frozenset[str] | set[str], inventory: Inventory) -> list[FieldChange]:
+def diff_fields(
+    desired: Mapping[str, Any],
+    live: LiveProfile,
+    applied: Mapping[str, Any],
+    secret_keys: frozenset[str] | set[str],
+    inventory: Inventory,
+) -> list[FieldChange]:
     changes: list[FieldChange] = []
     for name in sorted(set(desired) | set(applied)):
         # A key applied as a secret stays one after the manifests drop it (its record is a keyed
@@ -94,8 +107,16 @@ def diff_fields(desired: Mapping[str, Any], live: LiveProfile, applied: Mapping[
             if present and drift.comparable(name, live_raw, secret=secret, inventory=inventory) == want:
                 continue
             op = Op.CHANGE if present else Op.ADD
-            changes.append(FieldChange(name, op, shown(name, live_raw if present else None, secret),
-                                       shown(name, desired[name], secret), secret, drifted))
+            changes.append(
+                FieldChange(
+                    name,
+                    op,
+                    shown(name, live_raw if present else None, secret),
+                    shown(name, desired[name], secret),
+                    secret,
+                    drifted,
+                )
+            )
         elif present and not drifted and name not in KEPT_ON_RELEASE and live_raw != clear_value(name):
             # No longer in the manifests, and untouched since we applied it: remove / clear it.
             changes.append(FieldChange(name, Op.REMOVE, shown(name, live_raw, secret), None, secret, False))
@@ -135,8 +156,9 @@ def plan_install(inputs: Inputs) -> ObjectChange:
         return install(Action.CONFLICT, Reason.FOREIGN_OWNER, f"install-wide keys owned by another fleet: {owners}")
     applied = inputs.inventory.applied(INSTALL_KEY)
     fields = tuple(diff_fields(desired, live, applied, obs.secret_keys.get("", frozenset()), inputs.inventory))
-    return install(Action.UPDATE if fields else Action.NOOP, Reason.INSTALL_SETTINGS,
-                   "install-wide settings (root profile)", fields)
+    return install(
+        Action.UPDATE if fields else Action.NOOP, Reason.INSTALL_SETTINGS, "install-wide settings (root profile)", fields
+    )
 
 
 def owned_by(inputs: Inputs, name: str) -> bool:
@@ -153,15 +175,17 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
     live = obs.live[bot.name]
     origin = str(bot.origin)
 
-    def change(action: Action, code: Reason, reason: str, fields: list[FieldChange] | None = None,
-               drifted: bool = False) -> ObjectChange:
+    def change(
+        action: Action, code: Reason, reason: str, fields: list[FieldChange] | None = None, drifted: bool = False
+    ) -> ObjectChange:
         return ObjectChange(Kind.BOT, bot.name, action, code, reason, tuple(fields or ()), origin, drifted)
 
     owned = owned_by(inputs, bot.name)
     foreign = (obs.foreign.get(key) or (live.marker or {}).get("fleet")) if not owned else None
     if foreign and foreign != fleet:
-        return change(Action.CONFLICT, Reason.FOREIGN_OWNER,
-                      f"profile is owned by fleet {foreign!r}; two fleets never manage one object")
+        return change(
+            Action.CONFLICT, Reason.FOREIGN_OWNER, f"profile is owned by fleet {foreign!r}; two fleets never manage one object"
+        )
     if live.errors:
         return change(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
     if bot.name in obs.secret_errors:
@@ -171,20 +195,34 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
     secret_keys = obs.secret_keys.get(bot.name, frozenset())
     if not live.exists and bot.name != DEFAULT_PROFILE:
         if live.tombstoned:
-            return change(Action.ERROR, Reason.TOMBSTONED, f"profiles/.deleted/{bot.name} marks this profile as "
-                          "deleted by Hermes; remove the tombstone with `hermes profile create` or rename the bot")
+            return change(
+                Action.ERROR,
+                Reason.TOMBSTONED,
+                f"profiles/.deleted/{bot.name} marks this profile as "
+                "deleted by Hermes; remove the tombstone with `hermes profile create` or rename the bot",
+            )
         fields = diff_fields(desired, live, {}, secret_keys, inputs.inventory)
         if owned:
-            return change(Action.CREATE, Reason.RECREATED, "profile was deleted outside hermes-fleet; recreating it",
-                          fields, drifted=True)
+            return change(
+                Action.CREATE, Reason.RECREATED, "profile was deleted outside hermes-fleet; recreating it", fields, drifted=True
+            )
         return change(Action.CREATE, Reason.NEW, "profile does not exist", fields)
     fields = diff_fields(desired, live, applied, secret_keys, inputs.inventory)
     if owned:
-        return change(Action.UPDATE if fields else Action.NOOP, Reason.MANAGED, "managed by this fleet", fields,
-                      any(f.drift for f in fields))
+        return change(
+            Action.UPDATE if fields else Action.NOOP,
+            Reason.MANAGED,
+            "managed by this fleet",
+            fields,
+            any(f.drift for f in fields),
+        )
     if not inputs.options.adopt:
-        return change(Action.CONFLICT, Reason.UNMANAGED, f"profile {bot.name!r} exists but is not managed by fleet "
-                      f"{fleet!r}; re-run with --adopt to take it over", fields)
+        return change(
+            Action.CONFLICT,
+            Reason.UNMANAGED,
+            f"profile {bot.name!r} exists but is not managed by fleet {fleet!r}; re-run with --adopt to take it over",
+            fields,
+        )
     return change(Action.ADOPT, Reason.ADOPTED, "existing profile taken over (--adopt)", fields)
 
 
@@ -193,13 +231,21 @@ def plan_orphan(inputs: Inputs, name: str) -> ObjectChange:
         return ObjectChange(Kind.BOT, name, action, code, reason)
 
     if name == DEFAULT_PROFILE:
-        return orphan(Action.RELEASE, Reason.RELEASED_DEFAULT, "removed from the manifests; the default profile is "
-                      "never deleted, only released from this fleet")
+        return orphan(
+            Action.RELEASE,
+            Reason.RELEASED_DEFAULT,
+            "removed from the manifests; the default profile is never deleted, only released from this fleet",
+        )
     live = inputs.observed.live.get(name)
     if live is not None and not live.exists:
         return orphan(Action.RELEASE, Reason.ALREADY_GONE, "removed from the manifests and already gone from the home")
     if not inputs.options.prune:
-        return orphan(Action.ORPHAN, Reason.REMOVED, "removed from the manifests; `apply --prune` moves it to a "
-                      "restorable backup")
-    return orphan(Action.DELETE, Reason.PRUNED, "removed from the manifests (--prune): moved to a backup under "
-                  ".hermes-fleet/backups, restorable with `hermes-fleet restore`")
+        return orphan(
+            Action.ORPHAN, Reason.REMOVED, "removed from the manifests; `apply --prune` moves it to a restorable backup"
+        )
+    return orphan(
+        Action.DELETE,
+        Reason.PRUNED,
+        "removed from the manifests (--prune): moved to a backup under "
+        ".hermes-fleet/backups, restorable with `hermes-fleet restore`",
+    )

@@ -18,7 +18,11 @@ def guard(inputs: Inputs, changes: list[ObjectChange]) -> list[ObjectChange]:
     limit = max(1, int(owned * PRUNE_GUARD_FRACTION))
     if len(deletes) <= limit and not (owned > 1 and len(deletes) == owned):
         return changes
-    reason = (f"prune would delete {len(deletes)} of {owned} bots (more than the {PRUNE_GUARD_FRACTION:.0%} guard); "
-              "re-run with --yes if that is intended")
-    return [dataclasses.replace(c, action=Action.CONFLICT, code=Reason.PRUNE_GUARD, reason=reason)
-            if c.action is Action.DELETE else c for c in changes]
+    reason = (
+        f"prune would delete {len(deletes)} of {owned} bots (more than the {PRUNE_GUARD_FRACTION:.0%} guard); "
+        "re-run with --yes if that is intended"
+    )
+    return [
+        dataclasses.replace(c, action=Action.CONFLICT, code=Reason.PRUNE_GUARD, reason=reason) if c.action is Action.DELETE else c
+        for c in changes
+    ]

@@ -24,14 +24,17 @@ def plan_routines(inputs: Inputs, bot: DesiredBot, bot_action: Action) -> list[O
     if bot_action in (Action.CONFLICT, Action.ERROR):
         return []  # the bot's own line says why; its routines wait for it
     if bot.name in obs.job_errors:
-        return [ObjectChange(Kind.ROUTINE, f"{bot.name}/{r.name}", Action.ERROR, Reason.UNREADABLE,
-                             obs.job_errors[bot.name]) for r in bot.routines]
+        return [
+            ObjectChange(Kind.ROUTINE, f"{bot.name}/{r.name}", Action.ERROR, Reason.UNREADABLE, obs.job_errors[bot.name])
+            for r in bot.routines
+        ]
     live_jobs = {str(j.get("id")): j for j in obs.jobs.get(bot.name, ())}
     return [_plan_routine(inputs, bot, bot_action, routine, live_jobs) for routine in bot.routines]
 
 
-def _plan_routine(inputs: Inputs, bot: DesiredBot, bot_action: Action, routine: Routine,
-                  live_jobs: Mapping[str, Mapping[str, Any]]) -> ObjectChange:
+def _plan_routine(
+    inputs: Inputs, bot: DesiredBot, bot_action: Action, routine: Routine, live_jobs: Mapping[str, Mapping[str, Any]]
+) -> ObjectChange:
     name = f"{bot.name}/{routine.name}"
     objects = inputs.inventory.objects
     own_entry = objects.get(routine_key(bot.name, routine.name))
@@ -41,8 +44,9 @@ def _plan_routine(inputs: Inputs, bot: DesiredBot, bot_action: Action, routine: 
     desired = jobs.desired_fields(bot.name, routine)
     tz = inputs.observed.timezones.get(bot.name)
 
-    def change(action: Action, code: Reason, reason: str, fields: tuple[FieldChange, ...] = (),
-               drifted: bool = False, ref: str = "") -> ObjectChange:
+    def change(
+        action: Action, code: Reason, reason: str, fields: tuple[FieldChange, ...] = (), drifted: bool = False, ref: str = ""
+    ) -> ObjectChange:
         return ObjectChange(Kind.ROUTINE, name, action, code, reason, fields, drift=drifted, ref=ref)
 
     job = live_jobs.get(str(entry.get("job_id"))) if entry else None
@@ -51,23 +55,36 @@ def _plan_routine(inputs: Inputs, bot: DesiredBot, bot_action: Action, routine: 
         renamed = routine.renamed_from is not None and entry is not own_entry
         code, reason = (Reason.RENAMED, "renamed") if renamed else (Reason.MANAGED, "managed by this fleet")
         when = next_runs_note(routine, tz, inputs.now) if fields else ""  # no-op: no croniter work
-        return change(Action.UPDATE if fields else Action.NOOP, code, _join(reason, when), fields,
-                      any(f.drift for f in fields), str(job.get("id")))
+        return change(
+            Action.UPDATE if fields else Action.NOOP,
+            code,
+            _join(reason, when),
+            fields,
+            any(f.drift for f in fields),
+            str(job.get("id")),
+        )
     when = next_runs_note(routine, tz, inputs.now)
     if entry is not None and jobs.is_one_shot(routine) and entry.get("applied") == desired:
         return change(Action.NOOP, Reason.ONE_SHOT_DONE, "one-shot ran and Hermes removed it: done")
     added = tuple(FieldChange(f"job:{k}", Op.ADD, None, v) for k, v in desired.items() if v not in (None, [], False))
     if entry is not None:
-        return change(Action.CREATE, Reason.RECREATED, _join("job was deleted outside hermes-fleet", when), added,
-                      drifted=True)
+        return change(Action.CREATE, Reason.RECREATED, _join("job was deleted outside hermes-fleet", when), added, drifted=True)
     same_name = [j for j in live_jobs.values() if j.get("name") == desired["name"]]
     if same_name:
         job = same_name[0]
         if inputs.options.adopt or bot_action is Action.ADOPT:
-            return change(Action.ADOPT, Reason.ADOPTED, "existing job taken over (--adopt)",
-                          tuple(diff_job(desired, jobs.live_fields(job), {})), ref=str(job.get("id")))
-        return change(Action.CONFLICT, Reason.UNMANAGED, f"a cron job named {desired['name']!r} exists that this "
-                      "fleet does not own; re-run with --adopt to take it over")
+            return change(
+                Action.ADOPT,
+                Reason.ADOPTED,
+                "existing job taken over (--adopt)",
+                tuple(diff_job(desired, jobs.live_fields(job), {})),
+                ref=str(job.get("id")),
+            )
+        return change(
+            Action.CONFLICT,
+            Reason.UNMANAGED,
+            f"a cron job named {desired['name']!r} exists that this fleet does not own; re-run with --adopt to take it over",
+        )
     return change(Action.CREATE, Reason.NEW, _join("new routine", when), added)
 
 
@@ -113,17 +130,31 @@ def plan_routine_orphans(inputs: Inputs, bot_actions: Mapping[str, Action]) -> l
         if key in wanted:
             continue
         name = split_key(key)[1]
-        bot = name.partition("/")[0]
-        follows = bot_actions.get(bot)
+        owner = name.partition("/")[0]
+        follows = bot_actions.get(owner)
         if follows in (Action.DELETE, Action.RELEASE):
-            out.append(ObjectChange(Kind.ROUTINE, name, Action.RELEASE, Reason.GOES_WITH_BOT, f"goes with bot/{bot}"))
+            out.append(ObjectChange(Kind.ROUTINE, name, Action.RELEASE, Reason.GOES_WITH_BOT, f"goes with bot/{owner}"))
         elif follows in (Action.CONFLICT, Action.ERROR):
             continue
         elif inputs.options.prune and follows is not Action.ORPHAN:
-            out.append(ObjectChange(Kind.ROUTINE, name, Action.DELETE, Reason.PRUNED,
-                                    "removed from the manifests (--prune)",
-                                    ref=str(inputs.inventory.objects[key].get("job_id") or "")))
+            out.append(
+                ObjectChange(
+                    Kind.ROUTINE,
+                    name,
+                    Action.DELETE,
+                    Reason.PRUNED,
+                    "removed from the manifests (--prune)",
+                    ref=str(inputs.inventory.objects[key].get("job_id") or ""),
+                )
+            )
         else:
-            out.append(ObjectChange(Kind.ROUTINE, name, Action.ORPHAN, Reason.REMOVED,
-                                    "removed from the manifests; `apply --prune` deletes the job"))
+            out.append(
+                ObjectChange(
+                    Kind.ROUTINE,
+                    name,
+                    Action.ORPHAN,
+                    Reason.REMOVED,
+                    "removed from the manifests; `apply --prune` deletes the job",
+                )
+            )
     return out

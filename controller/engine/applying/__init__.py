@@ -39,9 +39,15 @@ class ApplyResult:
         return [o for o in self.outcomes if o.ok]
 
 
-def apply_plan(root: Path, plan: Plan, inputs: Inputs, *, gateway: gw.GatewayOptions | None = None,
-               on_outcome: Callable[[Outcome], None] | None = None,
-               should_stop: Callable[[], bool] | None = None) -> ApplyResult:
+def apply_plan(
+    root: Path,
+    plan: Plan,
+    inputs: Inputs,
+    *,
+    gateway: gw.GatewayOptions | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> ApplyResult:
     """Converge every object the plan writes; record ownership in the inventory as we go."""
     result = ApplyResult()
 
@@ -87,8 +93,7 @@ def apply_plan(root: Path, plan: Plan, inputs: Inputs, *, gateway: gw.GatewayOpt
         for outcome in outcomes:
             report(outcome)
     if room_changes and not result.abandoned:
-        rooms.apply_rooms(root, room_changes, inputs, gateway, failed_bots,
-                          lambda c, ok, error: report(Outcome(c, ok, error)))
+        rooms.apply_rooms(root, room_changes, inputs, gateway, failed_bots, lambda c, ok, error: report(Outcome(c, ok, error)))
     return result
 
 

@@ -21,9 +21,10 @@ from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_k
 from controller.core.planning.bots import applied_record, clear_value, desired_fields, install_fields, owned_by
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
+from controller.hermes.env import PROFILE_ENV_HEADER
 from controller.manifests.desired import DesiredBot
 
-META_NEVER_WRITE = ("image", "pet", "chat")  # docs/hermes/bot-mode.md#never-written
+META_NEVER_WRITE = ("image", "pet", "chat")  # docs/hermes/bot-mode.md#never-write
 
 
 def apply_object(root: Path, change: ObjectChange, inputs: Inputs) -> None:
@@ -51,8 +52,13 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs) -> None:
     bot = inputs.state.bots[name]
     path = profile_dir(root, name)
     if change.action is Action.CREATE:
-        profiles.create_profile(root, name, clone_from=bot.clone_from, create_empty=bot.create_empty,
-                                extra_files={inventory_file.MARKER: inventory_file.marker_text(fleet, name)})
+        profiles.create_profile(
+            root,
+            name,
+            clone_from=bot.clone_from,
+            create_empty=bot.create_empty,
+            extra_files={inventory_file.MARKER: inventory_file.marker_text(fleet, name)},
+        )
     elif name == DEFAULT_PROFILE:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
     elif change.action is Action.ADOPT or inventory_file.read_marker(root, name) is None:
@@ -74,9 +80,14 @@ def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
     if change.kind is Kind.INSTALL and inventory.owns(INSTALL_KEY):
         desired = install_fields(inputs.state, obs.env_values.get("", {}))
         key, secret_keys = INSTALL_KEY, obs.secret_keys.get("", frozenset())
-    elif change.kind is Kind.BOT and change.name in inputs.state.bots and (
+    elif (
+        change.kind is Kind.BOT
+        and change.name in inputs.state.bots
+        and (
             owned_by(inputs, change.name)
-            or (inventory_file.read_marker(root, change.name) or {}).get("fleet") == inputs.state.fleet):
+            or (inventory_file.read_marker(root, change.name) or {}).get("fleet") == inputs.state.fleet
+        )
+    ):
         bot = inputs.state.bots[change.name]
         desired = desired_fields(bot, obs.env_values.get(change.name, {}), obs.avatars.get(change.name))
         key, secret_keys = bot_key(change.name), obs.secret_keys.get(change.name, frozenset())
@@ -105,8 +116,7 @@ def record(inventory: Inventory, key: str, desired: Mapping[str, Any], secret_ke
 # --- field writers -------------------------------------------------------------------------------
 
 
-def write_fields(path: Path, fields: tuple[FieldChange, ...], desired: Mapping[str, Any],
-                 bot: DesiredBot | None) -> None:
+def write_fields(path: Path, fields: tuple[FieldChange, ...], desired: Mapping[str, Any], bot: DesiredBot | None) -> None:
     groups: dict[str, list[FieldChange]] = {}
     for change in fields:
         groups.setdefault(change.space, []).append(change)
@@ -149,14 +159,15 @@ def _write_env(target: Path, changes: list[FieldChange], desired: Mapping[str, A
             changed = env.set(change.key, str(desired[change.field])) or changed
     if changed:
         if not target.exists() and not env.render().startswith("#"):
-            env = envfile.EnvFile.parse(envfile.PROFILE_ENV_HEADER + env.render())
+            env = envfile.EnvFile.parse(PROFILE_ENV_HEADER + env.render())
         envfile.write_env(target, env, expect=before)
 
 
-def _write_profile_yaml(target: Path, profile_changes: list[FieldChange], meta_changes: list[FieldChange],
-                        desired: Mapping[str, Any]) -> None:
+def _write_profile_yaml(
+    target: Path, profile_changes: list[FieldChange], meta_changes: list[FieldChange], desired: Mapping[str, Any]
+) -> None:
     # profile.yaml has no file lock in Hermes; ProfileMeta.save refuses if the file moved under
-    # us, and we start over from a fresh read (docs/hermes/bot-mode.md#writing-safely).
+    # us, and we start over from a fresh read (docs/hermes/bot-mode.md#revisions).
     def write() -> None:
         meta = profilemeta.ProfileMeta.load(target)
         for change in profile_changes:
@@ -173,12 +184,11 @@ def _write_profile_yaml(target: Path, profile_changes: list[FieldChange], meta_c
     fsio.retrying(write)
 
 
-def _merged_record(live: Mapping[str, Any] | None, changes: list[FieldChange],
-                   desired: Mapping[str, Any]) -> dict[str, Any]:
+def _merged_record(live: Mapping[str, Any] | None, changes: list[FieldChange], desired: Mapping[str, Any]) -> dict[str, Any]:
     """The whole hermes-bots record: the live one (unknown keys kept) with our keys set."""
     merged = {k: v for k, v in (live or {}).items() if k not in META_NEVER_WRITE}
     if live is None:
-        # What Desktop's own create path writes first (docs/hermes/bot-mode.md#record).
+        # What Desktop's own create path writes first (docs/hermes/bot-mode.md#new-bot-record).
         merged.update({"shape": "blobatar", "imageKind": "shape", "created": int(time.time() * 1000)})
     for name, value in desired.items():
         if name.startswith("meta:"):

@@ -17,8 +17,16 @@ from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir
 from controller.core.inventory import room_key
 from controller.core.rooms import (
-    MEMBERS_METHOD, POLICY_METHOD, PRUNE_CANCEL_ID, GroupEdit, desired_policy, event_id, groups_of, live_who_answers,
-    local_members, member,
+    MEMBERS_METHOD,
+    POLICY_METHOD,
+    PRUNE_CANCEL_ID,
+    GroupEdit,
+    desired_policy,
+    event_id,
+    groups_of,
+    live_who_answers,
+    local_members,
+    member,
 )
 from controller.core.types import Action, Inputs, ObjectChange
 from controller.errors import ControllerError, RoomApplyError
@@ -27,8 +35,14 @@ from controller.manifests.models import Room
 Report = Callable[[ObjectChange, bool, str], None]
 
 
-def apply_rooms(root: Path, changes: list[ObjectChange], inputs: Inputs, options: gw.GatewayOptions | None,
-                failed_bots: set[str], report: Report) -> None:
+def apply_rooms(
+    root: Path,
+    changes: list[ObjectChange],
+    inputs: Inputs,
+    options: gw.GatewayOptions | None,
+    failed_bots: set[str],
+    report: Report,
+) -> None:
     """Carry out the room changes, in plan order; `report(change, ok, error)` records each outcome."""
     if not changes:
         return
@@ -91,17 +105,27 @@ def _apply_room(root: Path, change: ObjectChange, inputs: Inputs, session: gw.Se
         return
     assert session is not None
     room = inputs.state.rooms[name]
-    old_entry = inventory.objects.get(room_key(name)) or (
-        inventory.objects.get(room_key(room.renamed_from)) if room.renamed_from else None) or {}
+    old_entry = (
+        inventory.objects.get(room_key(name))
+        or (inventory.objects.get(room_key(room.renamed_from)) if room.renamed_from else None)
+        or {}
+    )
     live = _create_room(session, change.ref, room) if change.action is Action.CREATE else _read(session, change.ref)
     live = _converge(session, live, room)
     # Mirror the room on its member bots: the new name in, old names (renames, removed members) out.
-    old_names = tuple(n for n in {old_entry.get("applied", {}).get("name"), *(
-        str(f.old) for f in change.fields if f.field == "room:name" and f.old)} if n and n != name)
+    old_names = tuple(
+        n
+        for n in {
+            old_entry.get("applied", {}).get("name"),
+            *(str(f.old) for f in change.fields if f.field == "room:name" and f.old),
+        }
+        if n and n != name
+    )
     for bot in room.members:
         write_groups(root, GroupEdit(bot, add=name, rename=(old_names[0], name) if old_names else None))
     previous = set(old_entry.get("applied", {}).get("members") or []) | {
-        m for f in change.fields if f.field == "room:members" and f.old for m in f.old}
+        m for f in change.fields if f.field == "room:members" and f.old for m in f.old
+    }
     for bot in sorted(previous - set(room.members)):
         write_groups(root, GroupEdit(bot, remove=(name, *old_names)))
     if room.renamed_from:
@@ -143,16 +167,18 @@ def _create_room(session: gw.Session, room_id: str, room: Room) -> dict[str, Any
         live = _try_read(session, room_id)
         if live is not None and live.get("name") == room.name and set(local_members(live)) == set(room.members):
             return live
-        raise gw.GatewayOutcomeUnknown(f"groups.create {room_id}: the reply was lost and the room is "
-                                       f"{'different' if live else 'not there'} on a re-read") from lost
+        raise gw.GatewayOutcomeUnknown(
+            f"groups.create {room_id}: the reply was lost and the room is {'different' if live else 'not there'} on a re-read"
+        ) from lost
     live = result.get("room")
     if not isinstance(live, dict):
         raise RoomApplyError(f"groups.create {room_id}: no room in the reply")
     return live
 
 
-def _write(session: gw.Session, method: str, params: dict[str, Any], room_id: str,
-           done: Callable[[Mapping[str, Any]], bool]) -> dict[str, Any]:
+def _write(
+    session: gw.Session, method: str, params: dict[str, Any], room_id: str, done: Callable[[Mapping[str, Any]], bool]
+) -> dict[str, Any]:
     """One revision-fenced write; a lost reply is resolved by re-reading the room (`done(room)`)."""
     try:
         room = session.call(method, params).get("room")
@@ -160,8 +186,9 @@ def _write(session: gw.Session, method: str, params: dict[str, Any], room_id: st
         room = _read(session, room_id)
         if done(room):
             return room
-        raise gw.GatewayOutcomeUnknown(f"{method} {room_id}: the reply was lost and a re-read shows the change was "
-                                       "not made") from lost
+        raise gw.GatewayOutcomeUnknown(
+            f"{method} {room_id}: the reply was lost and a re-read shows the change was not made"
+        ) from lost
     if not isinstance(room, dict):
         raise RoomApplyError(f"{method} {room_id}: no room in the reply")
     return room
@@ -171,8 +198,12 @@ def _converge(session: gw.Session, live: dict[str, Any], room: Room) -> dict[str
     """rename, then who-answers / members in the order the gateway accepts (a leader is never removed first)."""
     room_id = live["room_id"]
     if live.get("name") != room.name:
-        payload = {"room_id": room_id, "name": room.name, "expected_revision": live["revision"],
-                   "event_id": event_id("rename", room_id, live["revision"], room.name)}
+        payload = {
+            "room_id": room_id,
+            "name": room.name,
+            "expected_revision": live["revision"],
+            "event_id": event_id("rename", room_id, live["revision"], room.name),
+        }
         live = _write(session, "groups.rename", payload, room_id, lambda r: r.get("name") == room.name)
     want = set(room.members)
     have = local_members(live)
@@ -193,8 +224,7 @@ def _converge(session: gw.Session, live: dict[str, Any], room: Room) -> dict[str
 def _set_members(session: gw.Session, live: dict[str, Any], room: Room) -> dict[str, Any]:
     room_id = live["room_id"]
     have = local_members(live)
-    used = set(have.values()) | {str(m.get("member_id")) for m in live.get("retired_members") or []
-                                 if isinstance(m, dict)}
+    used = set(have.values()) | {str(m.get("member_id")) for m in live.get("retired_members") or [] if isinstance(m, dict)}
     members = []
     for profile in room.members:
         member_id = have.get(profile)
@@ -204,8 +234,12 @@ def _set_members(session: gw.Session, live: dict[str, Any], room: Room) -> dict[
                 member_id, n = f"{profile}-{n}", n + 1
             used.add(member_id)
         members.append(member(profile, member_id))
-    payload = {"room_id": room_id, "expected_revision": live["revision"], "members": members,
-               "event_id": event_id("members", room_id, live["revision"], members)}
+    payload = {
+        "room_id": room_id,
+        "expected_revision": live["revision"],
+        "members": members,
+        "event_id": event_id("members", room_id, live["revision"], members),
+    }
     want = set(room.members)
     return _write(session, MEMBERS_METHOD, payload, room_id, lambda r: set(local_members(r)) == want)
 
@@ -213,8 +247,12 @@ def _set_members(session: gw.Session, live: dict[str, Any], room: Room) -> dict[
 def _set_policy(session: gw.Session, live: dict[str, Any], who: str, member_ids: Mapping[str, str]) -> dict[str, Any]:
     room_id = live["room_id"]
     policy = desired_policy(who, member_ids, live.get("responder_policy"))
-    params = {"room_id": room_id, "event_id": event_id("policy", room_id, live["revision"], policy),
-              "expected_revision": live["revision"], "policy": policy}
+    params = {
+        "room_id": room_id,
+        "event_id": event_id("policy", room_id, live["revision"], policy),
+        "expected_revision": live["revision"],
+        "policy": policy,
+    }
     return _write(session, POLICY_METHOD, params, room_id, lambda r: live_who_answers(r) == who)
 
 
@@ -225,5 +263,6 @@ def _disband(session: gw.Session, room_id: str) -> None:
         room = _try_read(session, room_id, include_disbanded=True)
         if room is None or room.get("disbanded_at"):
             return
-        raise gw.GatewayOutcomeUnknown(f"groups.disband {room_id}: the reply was lost and the room is still live "
-                                       "on a re-read") from lost
+        raise gw.GatewayOutcomeUnknown(
+            f"groups.disband {room_id}: the reply was lost and the room is still live on a re-read"
+        ) from lost

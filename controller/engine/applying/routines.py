@@ -12,6 +12,7 @@ from controller.adapters.home import profile_dir
 from controller.core import jobs
 from controller.core.inventory import routine_key
 from controller.core.types import Action, Inputs, ObjectChange
+from controller.engine import records
 from controller.errors import ConflictError, RefusedValue
 from controller.manifests.models import Routine
 
@@ -41,8 +42,9 @@ def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inpu
     now = now_in(inputs.observed.timezones.get(bot))
     path = profile_dir(root, bot)
     for change in batch:
-        if change.action is Action.CREATE or (change.action in (Action.UPDATE, Action.ADOPT) and any(
-                f.key == "workdir" for f in change.fields)):
+        if change.action is Action.CREATE or (
+            change.action in (Action.UPDATE, Action.ADOPT) and any(f.key == "workdir" for f in change.fields)
+        ):
             check_workdir(by_title[change.title])
     # Write-ahead: the new jobs' ids go into the inventory before the cron store, so a crash in
     # between leaves a job this fleet recognises (not a same-named stranger that needs --adopt).
@@ -52,7 +54,7 @@ def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inpu
         for title, job in prepared.items():
             pending = inputs.inventory.objects.setdefault(routine_key(bot, title), {})
             pending.update(job_id=job["id"], applied=pending.get("applied") or {})
-        inventory_file.save(root, inputs.inventory)
+        records.save(root, inputs.inventory)
     created: dict[str, str] = {}
 
     def mutate(live_jobs: list[dict[str, Any]]) -> bool:
@@ -71,8 +73,7 @@ def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inpu
             elif change.action in (Action.UPDATE, Action.ADOPT):
                 found = index.get(change.ref)
                 if found is None:
-                    raise ConflictError(f"cron job {change.ref} of bot {bot} vanished during apply",
-                                        hint="run apply again")
+                    raise ConflictError(f"cron job {change.ref} of bot {bot} vanished during apply", hint="run apply again")
                 keys = {f.key for f in change.fields}
                 jobs.update_job(found, bot, by_title[change.title], keys, now)
                 changed = changed or bool(keys)

@@ -26,11 +26,20 @@ __all__ = [
     "Tts",
 ]
 
-# bot-mode-state.md section 1 "Avatars": every blob silhouette and classic shape Desktop renders.
+# docs/hermes/bot-mode.md#avatars: every blob silhouette and classic shape Desktop renders.
 BLOB_SILHOUETTES = ("round", "organic", "boxy", "capsule", "nub", "cloud", "droplet", "hexagon", "sun", "triangle")
 GEOMETRIC_SHAPES = ("circle", "squircle", "pill", "triangle", "hexagon", "cloud", "drop")
 TTS_PROVIDERS = (
-    "edge", "elevenlabs", "openai", "gemini", "xai", "mistral", "minimax", "kittentts", "neutts", "piper",
+    "edge",
+    "elevenlabs",
+    "openai",
+    "gemini",
+    "xai",
+    "mistral",
+    "minimax",
+    "kittentts",
+    "neutts",
+    "piper",
     "deepinfra",
 )
 _CSS_COLOR = r"^(#[0-9a-fA-F]{3,8}|(rgb|rgba|hsl|hsla)\([^()]*\)|[a-zA-Z]{3,30})$"
@@ -150,8 +159,9 @@ class Avatar(Strict):
     def _fields_fit_kind(self) -> Avatar:
         kind = self.resolved_kind
         allowed = {"blob": {"seed", "silhouette"}, "geometric": {"shape", "color"}, "image": {"image"}}[kind]
-        stray = sorted(f for f in ("seed", "silhouette", "shape", "color", "image")
-                       if getattr(self, f) is not None and f not in allowed)
+        stray = sorted(
+            f for f in ("seed", "silhouette", "shape", "color", "image") if getattr(self, f) is not None and f not in allowed
+        )
         if stray:
             raise ValueError(f"a {kind} avatar takes only {sorted(allowed)}, not {stray}")
         if kind == "geometric" and self.shape is None:
@@ -207,8 +217,8 @@ class RoutineSpec(Strict):
 class Routine(RoutineSpec):
     """A Bot routine: a Hermes cron job named `[bot:<bot>] <name>` in the bot's own cron store."""
 
-    name: Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00\n\r]*\S[^\x00\n\r]*$")] = (
-        Field(description="The routine's title; the job is named '[bot:<bot>] <name>'.")
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00\n\r]*\S[^\x00\n\r]*$")] = Field(
+        description="The routine's title; the job is named '[bot:<bot>] <name>'."
     )
 
 
@@ -218,8 +228,8 @@ class _BotSettings(Strict):
     model: ModelPin | None = Field(default=None, description="config.yaml model.provider / model.default / model.base_url.")
     toolsets: list[NonEmpty] | None = Field(default=None, description="config.yaml toolsets.")
     skills: Skills | None = None
-    mcp_servers: dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,64}$")], McpServer] | None = (
-        Field(default=None, description="config.yaml mcp_servers.<name>.")
+    mcp_servers: dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,64}$")], McpServer] | None = Field(
+        default=None, description="config.yaml mcp_servers.<name>."
     )
     tts: Tts | None = None
     checkpoints: Checkpoints | None = None
@@ -255,12 +265,12 @@ class BotSpec(_BotSettings):
     clone_from: NonEmpty | None = Field(
         default=None, description="At creation only: copy config, .env, SOUL, skills and memories from this profile."
     )
-    create_empty: bool | None = Field(
-        default=None, description="At creation only: no bundled skills (.no-bundled-skills)."
-    )
+    create_empty: bool | None = Field(default=None, description="At creation only: no bundled skills (.no-bundled-skills).")
     host: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$")] | None = Field(
-        default=None, description="The machine this bot lives on (a reconciler applies only its --host's slice); "
-        "default: every machine that applies the fleet.")
+        default=None,
+        description="The machine this bot lives on (a reconciler applies only its --host's slice); "
+        "default: every machine that applies the fleet.",
+    )
 
     @model_validator(mode="after")
     def _exclusive(self) -> BotSpec:
@@ -269,7 +279,6 @@ class BotSpec(_BotSettings):
         if self.clone_from is not None and self.create_empty:
             raise ValueError("set either 'clone_from' or 'create_empty', not both")
         return self
-
 
 
 class Bot(BotSpec):

@@ -39,7 +39,8 @@ class RoomSpec(Strict):
     picture: NonEmpty | None = Field(default=None, description="The room picture: an image file relative to the manifest.")
     host: HostName | None = Field(default=None, description="The machine whose gateway owns this room (see Bot.host).")
     renamed_from: Name64 | None = Field(
-        default=None, description="The room's previous name: a rename renames the live room instead of creating one.")
+        default=None, description="The room's previous name: a rename renames the live room instead of creating one."
+    )
 
 
 class PeerSpec(Strict):
@@ -47,7 +48,8 @@ class PeerSpec(Strict):
 
     url: NonEmpty = Field(description="The peer gateway's base URL, http:// or https://.")
     host: HostName | None = Field(
-        default=None, description="Only this machine registers the peer (see Bot.host); default: every machine.")
+        default=None, description="Only this machine registers the peer (see Bot.host); default: every machine."
+    )
     key: SecretRef | None = Field(default=None, description="The peer's key, by reference only.")
     note: str | None = None
 
@@ -113,4 +115,3 @@ class FleetSpec(PolicySpec):
     bots: list[Bot] | None = None
     rooms: list[Room] | None = None
     peers: list[Peer] | None = None
-

@@ -1,0 +1,518 @@
+"""The planner as a pure function: table tests over frozen inputs, with no filesystem at all.
+
+Each case starts from one baseline (a fleet `acme` with one bot `alpha` that is managed and in
+sync) and changes one thing with `dataclasses.replace`, in the style of pipx's reconcile tests.
+The `no_filesystem` fixture makes any file access during planning fail the test.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import os
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.core import drift, jobs, planning
+from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, room_key, routine_key
+from controller.core.planning.bots import applied_record, desired_fields
+from controller.core.rooms import base_room_id
+from controller.core.types import (
+    Action,
+    GatewayView,
+    Inputs,
+    Kind,
+    LiveProfile,
+    Observed,
+    Options,
+    Plan,
+    Reason,
+)
+from controller.manifests.desired import DesiredBot, DesiredState, Origin
+from controller.manifests.models import Room, Routine
+
+NOW = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
+HOME = Path("/nonexistent/hermes-home")
+INVENTORY_SALT = "0" * 32
+ALPHA = DesiredBot(name="alpha", origin=Origin("fleet.yaml", 7), title="Alpha", config={"model.default": "m1"})
+DIGEST = Routine(name="Digest", schedule="0 8 * * *", prompt="Summarise the news")
+METHODS = [
+    "groups.list", "groups.state", "groups.create", "groups.rename", "groups.disband",
+    "groups.members.update", "groups.policy.update",
+]  # fmt: skip
+GATEWAY = GatewayView(origin="ws://127.0.0.1:1", capabilities={"methods": METHODS, "driver": True})
+
+
+# --- building inputs -----------------------------------------------------------------------------
+
+
+def state(*bots: DesiredBot, rooms: tuple[Room, ...] = ()) -> DesiredState:
+    return DesiredState(
+        fleet="acme", bots={b.name: b for b in bots}, sections={}, rooms={r.name: r for r in rooms}, peers={},
+        install_config={}, install_env={}, digest="sha256:test",
+    )  # fmt: skip
+
+
+def live_from(bot: DesiredBot, **changes: Any) -> LiveProfile:
+    """The profile exactly as applying `bot` leaves it, then `changes` (a hand edit)."""
+    config = {}
+    for key, value in bot.config.items():
+        node = config
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    meta = {k[5:]: v for k, v in desired_fields(bot, {}, None).items() if k.startswith("meta:")}
+    base = LiveProfile(
+        name=bot.name, path=HOME / "profiles" / bot.name, exists=True, marker={"fleet": "acme", "profile": bot.name},
+        config=config, config_exists=True, env={}, meta=meta, soul=bot.soul, bot_chat=True,
+    )  # fmt: skip
+    return dataclasses.replace(base, **changes)
+
+
+def root() -> LiveProfile:
+    return LiveProfile(name="default", path=HOME, exists=True, config={}, env={})
+
+
+def absent(name: str, **changes: Any) -> LiveProfile:
+    return dataclasses.replace(LiveProfile(name=name, path=HOME / "profiles" / name, exists=False), **changes)
+
+
+def inventory(objects: Mapping[str, dict[str, Any]] | None = None) -> Inventory:
+    return Inventory(fleet="acme", salt=INVENTORY_SALT, objects=dict(objects or {}))
+
+
+def owned_bot(bot: DesiredBot) -> dict[str, Any]:
+    return {"applied": applied_record(desired_fields(bot, {}, None), frozenset(), inventory())}
+
+
+def job_of(bot: str, routine: Routine, job_id: str = "job000000001") -> dict[str, Any]:
+    return {**jobs.new_job(bot, routine, NOW), "id": job_id}
+
+
+def live_room(room_id: str, name: str, members: list[str], **extra: Any) -> dict[str, Any]:
+    return {
+        "room_id": room_id, "name": name, "revision": 1,
+        "members": [{"member_id": m, "profile": m, "target": {"kind": "local", "profile": m}} for m in members],
+        "responder_policy": {"default_responder": "all"}, **extra,
+    }  # fmt: skip
+
+
+BASELINE = Inputs(
+    state=state(ALPHA),
+    inventory=inventory({bot_key("alpha"): owned_bot(ALPHA)}),
+    observed=Observed(live={"default": root(), "alpha": live_from(ALPHA)}),
+    now=NOW,
+)
+
+
+def with_live(inputs: Inputs, **profiles: LiveProfile) -> Inputs:
+    return dataclasses.replace(inputs, observed=dataclasses.replace(inputs.observed, live={**inputs.observed.live, **profiles}))
+
+
+def with_observed(inputs: Inputs, **changes: Any) -> Inputs:
+    return dataclasses.replace(inputs, observed=dataclasses.replace(inputs.observed, **changes))
+
+
+def with_options(inputs: Inputs, **options: bool) -> Inputs:
+    return dataclasses.replace(inputs, options=Options(**options))
+
+
+ROUTINE_STATE = state(dataclasses.replace(ALPHA, routines=(DIGEST,)))
+ROUTINE_OWNED = inventory(
+    {
+        bot_key("alpha"): owned_bot(ALPHA),
+        routine_key("alpha", "Digest"): {"job_id": "job000000001", "applied": jobs.desired_fields("alpha", DIGEST)},
+    }
+)
+ROUTINE_IN_SYNC = with_observed(
+    dataclasses.replace(BASELINE, state=ROUTINE_STATE, inventory=ROUTINE_OWNED),
+    jobs={"alpha": (job_of("alpha", DIGEST),)},
+)
+BETA = DesiredBot(name="beta", origin=Origin("fleet.yaml", 20), config={"model.default": "m1"})
+TEAM = Room(name="Team", members=["alpha", "beta"])
+ROOM_ID = base_room_id("acme", "Team")
+ROOM_STATE = state(ALPHA, BETA, rooms=(TEAM,))
+ROOM_BASE = with_observed(
+    dataclasses.replace(
+        BASELINE, state=ROOM_STATE, inventory=inventory({bot_key("alpha"): owned_bot(ALPHA), bot_key("beta"): owned_bot(BETA)})
+    ),
+    live={"default": root(), "alpha": live_from(ALPHA), "beta": live_from(BETA)},
+    rooms=GATEWAY,
+)
+ROOM_OWNED = dataclasses.replace(
+    ROOM_BASE,
+    inventory=inventory(
+        {
+            bot_key("alpha"): owned_bot(ALPHA),
+            bot_key("beta"): owned_bot(BETA),
+            room_key("Team"): {
+                "room_id": ROOM_ID,
+                "applied": {"name": "Team", "members": ["alpha", "beta"], "who_answers": "everyone"},
+            },
+        }
+    ),
+)
+
+
+def unowned(alpha: LiveProfile, **options: bool) -> Inputs:
+    """The baseline with no inventory and `alpha` as found on disk."""
+    bare = dataclasses.replace(BASELINE, inventory=inventory(), observed=Observed(live={"default": root(), "alpha": alpha}))
+    return with_options(bare, **options)
+
+
+FIVE = ("alpha", "b1", "b2", "b3", "b4")
+
+
+def five_owned_one_kept(**options: bool) -> Inputs:
+    """Five owned bots, the manifests keep only alpha: a prune of 4 of 5."""
+    others = {n: live_from(dataclasses.replace(ALPHA, name=n)) for n in FIVE[1:]}
+    inputs = dataclasses.replace(
+        BASELINE,
+        inventory=inventory({bot_key(n): {"applied": {}} for n in FIVE}),
+        observed=Observed(live={"default": root(), "alpha": live_from(ALPHA), **others}),
+    )
+    return with_options(inputs, prune=True, **options)
+
+
+def gateway_with(*rooms: dict[str, Any]) -> GatewayView:
+    return dataclasses.replace(GATEWAY, rooms={r["room_id"]: r for r in rooms})
+
+
+def groups_synced(inputs: Inputs, *bots: str, room: str = "Team") -> Inputs:
+    """Member bots whose Bot Mode record already lists the room."""
+    live = {
+        n: dataclasses.replace(inputs.observed.live[n], meta={**(inputs.observed.live[n].meta or {}), "groups": [room]})
+        for n in bots
+    }
+    return with_live(inputs, **live)
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+# (inputs, {object key: (action, reason code)}, {object key: drifted fields}); objects not listed
+# must be no-ops (install/root always is, here).
+CASES = [
+    pytest.param(BASELINE, {"bot/alpha": (Action.NOOP, Reason.MANAGED)}, {}, id="in-sync"),
+    pytest.param(
+        with_live(BASELINE, alpha=absent("alpha")),
+        {"bot/alpha": (Action.CREATE, Reason.RECREATED)},
+        {"bot/alpha": None},
+        id="owned-profile-deleted-outside-is-recreated-as-drift",
+    ),
+    pytest.param(
+        unowned(absent("alpha")),
+        {"bot/alpha": (Action.CREATE, Reason.NEW)},
+        {},
+        id="create",
+    ),
+    pytest.param(
+        dataclasses.replace(BASELINE, state=state(dataclasses.replace(ALPHA, config={"model.default": "m2"}))),
+        {"bot/alpha": (Action.UPDATE, Reason.MANAGED)},
+        {},
+        id="update-from-the-manifests",
+    ),
+    pytest.param(
+        with_live(BASELINE, alpha=live_from(ALPHA, config={"model": {"default": "hand-edited"}})),
+        {"bot/alpha": (Action.UPDATE, Reason.MANAGED)},
+        {"bot/alpha": ["config:model.default"]},
+        id="config-drift",
+    ),
+    pytest.param(
+        with_live(BASELINE, alpha=live_from(ALPHA, meta={"title": "Renamed in Desktop"})),
+        {"bot/alpha": (Action.UPDATE, Reason.MANAGED)},
+        {"bot/alpha": ["meta:title"]},
+        id="bot-mode-title-drift",
+    ),
+    pytest.param(
+        with_live(BASELINE, alpha=live_from(ALPHA, bot_chat=False)),
+        {"bot/alpha": (Action.UPDATE, Reason.MANAGED)},
+        {"bot/alpha": ["botchat"]},
+        id="bot-chat-deleted-is-drift",
+    ),
+    pytest.param(
+        unowned(live_from(ALPHA, marker=None)),
+        {"bot/alpha": (Action.CONFLICT, Reason.UNMANAGED)},
+        {},
+        id="unmanaged-profile-is-a-conflict",
+    ),
+    pytest.param(
+        unowned(live_from(ALPHA, marker=None), adopt=True),
+        {"bot/alpha": (Action.ADOPT, Reason.ADOPTED)},
+        {},
+        id="adopt",
+    ),
+    pytest.param(
+        unowned(live_from(ALPHA, marker={"fleet": "other", "profile": "alpha"})),
+        {"bot/alpha": (Action.CONFLICT, Reason.FOREIGN_OWNER)},
+        {},
+        id="profile-of-another-fleet",
+    ),
+    pytest.param(
+        with_live(BASELINE, alpha=live_from(ALPHA, errors=("config.yaml: not YAML",))),
+        {"bot/alpha": (Action.ERROR, Reason.UNREADABLE)},
+        {},
+        id="unreadable-profile",
+    ),
+    pytest.param(
+        with_observed(BASELINE, secret_errors={"alpha": "env KEY: not set"}),
+        {"bot/alpha": (Action.ERROR, Reason.SECRET_UNAVAILABLE)},
+        {},
+        id="missing-secret",
+    ),
+    pytest.param(
+        unowned(absent("alpha", tombstoned=True)),
+        {"bot/alpha": (Action.ERROR, Reason.TOMBSTONED)},
+        {},
+        id="tombstoned-profile",
+    ),
+    pytest.param(
+        dataclasses.replace(BASELINE, state=state()),
+        {"bot/alpha": (Action.ORPHAN, Reason.REMOVED)},
+        {},
+        id="orphan-without-prune",
+    ),
+    pytest.param(
+        with_options(dataclasses.replace(BASELINE, state=state()), prune=True),
+        {"bot/alpha": (Action.DELETE, Reason.PRUNED)},
+        {},
+        id="prune-one-of-one-is-allowed",
+    ),
+    pytest.param(
+        five_owned_one_kept(),
+        {f"bot/{n}": (Action.CONFLICT, Reason.PRUNE_GUARD) for n in ("b1", "b2", "b3", "b4")},
+        {},
+        id="prune-guard",
+    ),
+    pytest.param(
+        five_owned_one_kept(yes=True),
+        {f"bot/{n}": (Action.DELETE, Reason.PRUNED) for n in ("b1", "b2", "b3", "b4")},
+        {},
+        id="prune-guard-confirmed-with-yes",
+    ),
+    pytest.param(
+        with_options(
+            dataclasses.replace(BASELINE, state=state(), inventory=inventory({bot_key("default"): {"applied": {}}})), prune=True
+        ),
+        {"bot/default": (Action.RELEASE, Reason.RELEASED_DEFAULT)},
+        {},
+        id="default-profile-is-released-never-deleted",
+    ),
+    pytest.param(
+        with_options(
+            dataclasses.replace(BASELINE, state=state(), observed=Observed(live={"default": root(), "alpha": absent("alpha")})),
+            prune=True,
+        ),
+        {"bot/alpha": (Action.RELEASE, Reason.ALREADY_GONE)},
+        {},
+        id="orphan-already-gone",
+    ),
+    # routines
+    pytest.param(
+        ROUTINE_IN_SYNC,
+        {"bot/alpha": (Action.NOOP, Reason.MANAGED), "routine/alpha/Digest": (Action.NOOP, Reason.MANAGED)},
+        {},
+        id="routine-in-sync",
+    ),
+    pytest.param(
+        dataclasses.replace(BASELINE, state=ROUTINE_STATE),
+        {"routine/alpha/Digest": (Action.CREATE, Reason.NEW)},
+        {},
+        id="routine-create",
+    ),
+    pytest.param(
+        with_observed(ROUTINE_IN_SYNC, jobs={"alpha": ({**job_of("alpha", DIGEST), "prompt": "hand edited"},)}),
+        {"routine/alpha/Digest": (Action.UPDATE, Reason.MANAGED)},
+        {"routine/alpha/Digest": ["job:prompt"]},
+        id="routine-drift",
+    ),
+    pytest.param(
+        with_observed(ROUTINE_IN_SYNC, jobs={"alpha": ()}),
+        {"routine/alpha/Digest": (Action.CREATE, Reason.RECREATED)},
+        {"routine/alpha/Digest": None},
+        id="routine-job-deleted-outside",
+    ),
+    pytest.param(
+        with_observed(dataclasses.replace(BASELINE, state=ROUTINE_STATE), jobs={"alpha": (job_of("alpha", DIGEST),)}),
+        {"routine/alpha/Digest": (Action.CONFLICT, Reason.UNMANAGED)},
+        {},
+        id="routine-same-name-job-not-owned",
+    ),
+    pytest.param(
+        with_options(
+            with_observed(dataclasses.replace(BASELINE, state=ROUTINE_STATE), jobs={"alpha": (job_of("alpha", DIGEST),)}),
+            adopt=True,
+        ),
+        {"routine/alpha/Digest": (Action.ADOPT, Reason.ADOPTED)},
+        {},
+        id="routine-adopt",
+    ),
+    pytest.param(
+        dataclasses.replace(ROUTINE_IN_SYNC, state=state(ALPHA)),
+        {"routine/alpha/Digest": (Action.ORPHAN, Reason.REMOVED)},
+        {},
+        id="routine-orphan",
+    ),
+    pytest.param(
+        with_options(dataclasses.replace(ROUTINE_IN_SYNC, state=state(ALPHA)), prune=True),
+        {"routine/alpha/Digest": (Action.DELETE, Reason.PRUNED)},
+        {},
+        id="routine-prune",
+    ),
+    pytest.param(
+        with_observed(ROUTINE_IN_SYNC, job_errors={"alpha": "jobs.json: not JSON"}),
+        {"routine/alpha/Digest": (Action.ERROR, Reason.UNREADABLE)},
+        {},
+        id="routine-store-unreadable",
+    ),
+    # rooms
+    pytest.param(
+        ROOM_BASE,
+        {"room/Team": (Action.CREATE, Reason.NEW)},
+        {},
+        id="room-create",
+    ),
+    pytest.param(
+        with_observed(ROOM_BASE, rooms=GatewayView(error="pending: gateway unreachable: no gateway")),
+        {"room/Team": (Action.ERROR, Reason.GATEWAY_PENDING)},
+        {},
+        id="room-gateway-unreachable",
+    ),
+    pytest.param(
+        groups_synced(
+            with_observed(ROOM_OWNED, rooms=gateway_with(live_room(ROOM_ID, "Team", ["alpha", "beta"]))), "alpha", "beta"
+        ),
+        {"room/Team": (Action.NOOP, Reason.MANAGED)},
+        {},
+        id="room-in-sync",
+    ),
+    pytest.param(
+        groups_synced(with_observed(ROOM_OWNED, rooms=gateway_with(live_room(ROOM_ID, "Team", ["alpha"]))), "alpha", "beta"),
+        {"room/Team": (Action.UPDATE, Reason.MANAGED)},
+        {"room/Team": ["room:members"]},
+        id="room-member-drift",
+    ),
+    pytest.param(
+        groups_synced(
+            with_observed(ROOM_BASE, rooms=gateway_with(live_room(ROOM_ID, "Team", ["alpha", "beta"]))), "alpha", "beta"
+        ),
+        {"room/Team": (Action.ADOPT, Reason.ID_EXISTS)},
+        {},
+        id="room-lost-create-reply-is-found-by-id",
+    ),
+    pytest.param(
+        with_observed(ROOM_BASE, rooms=gateway_with(live_room("desktop-1", "Team", ["alpha", "beta"]))),
+        {"room/Team": (Action.CONFLICT, Reason.UNMANAGED)},
+        {},
+        id="room-made-in-desktop-needs-adopt",
+    ),
+    pytest.param(
+        with_observed(ROOM_BASE, live={**ROOM_BASE.observed.live, "beta": live_from(BETA, errors=("bad",))}),
+        {"bot/beta": (Action.ERROR, Reason.UNREADABLE), "room/Team": (Action.ERROR, Reason.WAITS_FOR_BOT)},
+        {},
+        id="room-waits-for-its-bots",
+    ),
+    pytest.param(
+        with_options(dataclasses.replace(ROOM_OWNED, state=state(ALPHA, BETA)), prune=True),
+        {"room/Team": (Action.RELEASE, Reason.ALREADY_GONE)},
+        {},
+        id="room-prune-already-disbanded",
+    ),
+]
+
+
+@contextlib.contextmanager
+def no_filesystem() -> Iterator[None]:
+    """Any file access inside the block fails the test (the planner is pure)."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"the planner touched the filesystem: {args!r}")
+
+    with pytest.MonkeyPatch.context() as mp:
+        for module, name in ((builtins, "open"), (os, "open"), (os, "stat"), (os, "lstat"), (os, "listdir"), (os, "scandir")):
+            mp.setattr(module, name, refuse)
+        yield
+
+
+def actions(plan: Plan) -> dict[str, tuple[Action, Reason]]:
+    return {c.key: (c.action, c.code) for c in plan.changes}
+
+
+def drifted(plan: Plan) -> dict[str, list[str]]:
+    return {c.key: sorted(f.field for f in c.fields if f.drift) for c in plan.changes if c.drift}
+
+
+@pytest.mark.parametrize(("inputs", "expected", "expected_drift"), CASES)
+def test_planner_table(inputs: Inputs, expected: dict[str, tuple[Action, Reason]],
+                       expected_drift: dict[str, list[str] | None]) -> None:  # fmt: skip
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    got = actions(plan)
+    for key, want in expected.items():
+        assert got.get(key) == want, (
+            f"{key}: {got.get(key)} != {want}; reason: {next((c.reason for c in plan.changes if c.key == key), '-')}"
+        )
+    for key, value in got.items():
+        if key not in expected:
+            assert value[0] is Action.NOOP, f"{key} should be a no-op, is {value}"
+    got_drift = drifted(plan)
+    assert set(got_drift) == set(expected_drift)
+    for key, fields in expected_drift.items():
+        if fields is not None:
+            assert got_drift[key] == fields
+
+
+@pytest.mark.parametrize(("inputs", "expected", "expected_drift"), CASES)
+def test_status_and_plan_agree_on_drift(inputs: Inputs, expected: dict[str, tuple[Action, Reason]],
+                                        expected_drift: dict[str, list[str] | None]) -> None:  # fmt: skip
+    """`status` lists drifted fields with core.drift; on every case above it names what `plan` marks."""
+    plan = planning.plan(inputs)
+    for change in plan.changes:
+        entry = inputs.inventory.objects.get(change.key)
+        if entry is None or change.action not in (Action.UPDATE, Action.NOOP):
+            continue  # a missing object is "missing" in status; an orphan's fields are not planned
+        applied = entry.get("applied", {})
+        if change.kind in (Kind.BOT, Kind.INSTALL):
+            status = drift.profile_drift(
+                applied, inputs.observed.live[change.name if change.kind is Kind.BOT else "default"], inputs.inventory
+            )
+        elif change.kind is Kind.ROUTINE:
+            job = next(j for j in inputs.observed.jobs[change.bot] if str(j.get("id")) == entry["job_id"])
+            status = [f"job:{k}" for k in drift.routine_drift(applied, job)]
+        else:
+            assert inputs.observed.rooms is not None
+            from controller.core.rooms import live_fields
+
+            status = [f"room:{k}" for k in drift.room_drift(applied, live_fields(inputs.observed.rooms.rooms[entry["room_id"]]))]
+        marked = sorted(f.field for f in change.fields if f.drift)
+        assert sorted(status) == marked, f"{change.key}: status says {status}, plan marks {marked}"
+
+
+def test_every_change_has_a_reason_code_and_kind() -> None:
+    for case in CASES:
+        for change in planning.plan(case.values[0]).changes:
+            assert isinstance(change.kind, Kind) and isinstance(change.code, Reason) and isinstance(change.action, Action)
+
+
+def test_the_planner_reads_no_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Next runs in a plan come from `inputs.now`, not from the machine's clock."""
+    plan = planning.plan(dataclasses.replace(BASELINE, state=ROUTINE_STATE))
+    (routine,) = [c for c in plan.changes if c.kind is Kind.ROUTINE]
+    assert "next runs" in routine.reason and "2026-12-0" in routine.reason
+    later = planning.plan(dataclasses.replace(BASELINE, state=ROUTINE_STATE, now=datetime(2031, 1, 1, tzinfo=UTC)))
+    assert "2031-01-01" in next(c for c in later.changes if c.kind is Kind.ROUTINE).reason
+
+
+def test_install_wide_keys_of_another_fleet_are_a_conflict() -> None:
+    inputs = dataclasses.replace(
+        BASELINE, state=dataclasses.replace(state(ALPHA), install_config={"timezone": "Europe/Berlin"}),
+        observed=dataclasses.replace(BASELINE.observed, foreign_install={"config:timezone": "other"}),
+    )  # fmt: skip
+    (install,) = [c for c in planning.plan(inputs).changes if c.kind is Kind.INSTALL]
+    assert (install.action, install.code) == (Action.CONFLICT, Reason.FOREIGN_OWNER)
+    assert install.key == INSTALL_KEY
