@@ -42,6 +42,17 @@ def split_key(key: str) -> tuple[str, str]:
     return kind, name
 
 
+def routine_name(bot: str, title: str) -> str:
+    """A routine's plan name: `<bot>/<title>`."""
+    return f"{bot}/{title}"
+
+
+def routine_parts(name: str) -> tuple[str, str]:
+    """(bot, title) of a routine's plan name (a title may itself contain `/`)."""
+    bot, _, title = name.partition("/")
+    return bot, title
+
+
 def new_salt() -> str:
     return secrets.token_hex(16)
 

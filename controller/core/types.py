@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from controller.core.inventory import Inventory
+from controller.core.inventory import Inventory, object_key, routine_parts
 from controller.hermes import DEFAULT_PROFILE, defaults
 from controller.manifests.desired import DesiredState
 
@@ -122,19 +122,17 @@ class ObjectChange:
 
     @property
     def key(self) -> str:
-        from controller.core import inventory
-
-        return inventory.object_key(self.kind, self.name)
+        return object_key(self.kind, self.name)
 
     @property
     def bot(self) -> str:
         """The bot a routine belongs to (its own name for a bot)."""
-        return self.name.partition("/")[0] if self.kind is Kind.ROUTINE else self.name
+        return routine_parts(self.name)[0] if self.kind is Kind.ROUTINE else self.name
 
     @property
     def title(self) -> str:
         """A routine's title."""
-        return self.name.partition("/")[2]
+        return routine_parts(self.name)[1]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir
 from controller.core import rooms
-from controller.core.inventory import INSTALL_KEY, Inventory, split_key
+from controller.core.inventory import INSTALL_KEY, Inventory, routine_parts, split_key
 from controller.core.types import GatewayView, LiveProfile, Observed
 from controller.engine import records
 from controller.errors import ControllerError, RefusedValue, SecretUnavailable
@@ -165,7 +165,7 @@ def _observe_routines(
     jobs: dict[str, tuple[Mapping[str, Any], ...]] = {}
     errors: dict[str, str] = {}
     timezones: dict[str, tzinfo | None] = {}
-    owners = {split_key(k)[1].partition("/")[0] for k in inventory.keys_of("routine")}
+    owners = {routine_parts(split_key(k)[1])[0] for k in inventory.keys_of("routine")}
     for name in sorted(owners | {n for n, b in state.bots.items() if b.routines}):
         profile = live.get(name) or observe_profile(root, name, with_bot_chat=False)
         try:

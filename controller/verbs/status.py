@@ -12,7 +12,7 @@ from controller.adapters import cronstore
 from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir, resolve_root
 from controller.core import drift, rooms
-from controller.core.inventory import Inventory, split_key
+from controller.core.inventory import Inventory, routine_parts, split_key
 from controller.core.types import GatewayView
 from controller.engine import observing, records
 from controller.engine.reconciling import Planned
@@ -98,7 +98,7 @@ def object_drift(root: Path, inventory: Inventory, key: str, view: GatewayView |
             return "missing (disbanded or gone from the gateway)"
         return drift.room_drift(applied, rooms.live_fields(room))
     if kind == "routine":
-        bot = name.partition("/")[0]
+        bot = routine_parts(name)[0]
         try:
             jobs = cronstore.read_jobs(profile_dir(root, bot)) or []
         except ControllerError as exc:

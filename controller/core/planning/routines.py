@@ -12,7 +12,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from controller.core import drift, jobs
-from controller.core.inventory import routine_key, split_key
+from controller.core.inventory import routine_key, routine_name, routine_parts, split_key
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op, Reason
 from controller.hermes import schedules
 from controller.manifests.desired import DesiredBot
@@ -25,7 +25,7 @@ def plan_routines(inputs: Inputs, bot: DesiredBot, bot_action: Action) -> list[O
         return []  # the bot's own line says why; its routines wait for it
     if bot.name in obs.job_errors:
         return [
-            ObjectChange(Kind.ROUTINE, f"{bot.name}/{r.name}", Action.ERROR, Reason.UNREADABLE, obs.job_errors[bot.name])
+            ObjectChange(Kind.ROUTINE, routine_name(bot.name, r.name), Action.ERROR, Reason.UNREADABLE, obs.job_errors[bot.name])
             for r in bot.routines
         ]
     live_jobs = {str(j.get("id")): j for j in obs.jobs.get(bot.name, ())}
@@ -35,7 +35,7 @@ def plan_routines(inputs: Inputs, bot: DesiredBot, bot_action: Action) -> list[O
 def _plan_routine(
     inputs: Inputs, bot: DesiredBot, bot_action: Action, routine: Routine, live_jobs: Mapping[str, Mapping[str, Any]]
 ) -> ObjectChange:
-    name = f"{bot.name}/{routine.name}"
+    name = routine_name(bot.name, routine.name)
     objects = inputs.inventory.objects
     own_entry = objects.get(routine_key(bot.name, routine.name))
     entry = own_entry
@@ -130,7 +130,7 @@ def plan_routine_orphans(inputs: Inputs, bot_actions: Mapping[str, Action]) -> l
         if key in wanted:
             continue
         name = split_key(key)[1]
-        owner = name.partition("/")[0]
+        owner = routine_parts(name)[0]
         follows = bot_actions.get(owner)
         if follows in (Action.DELETE, Action.RELEASE):
             out.append(ObjectChange(Kind.ROUTINE, name, Action.RELEASE, Reason.GOES_WITH_BOT, f"goes with bot/{owner}"))
