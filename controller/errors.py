@@ -6,8 +6,11 @@
     ├── ScheduleError          exit 2  a schedule Hermes would refuse (raised by hermes.schedules)
     ├── ConflictError          exit 3  an object this fleet does not own, or a concurrent writer
     │   ├── LockHeld           exit 3  another hermes-fleet run holds the home's lock
-    │   └── ChangedUnderUs     exit 3  a file changed between our read and our write (retried first)
-    ├── HermesStateError       exit 1  a live Hermes file could not be read or written safely
+    │   ├── ChangedUnderUs     exit 3  a file changed between our read and our write (retried first)
+    │   └── ContainmentError   exit 3  a path we would write leads out of what the fleet owns (a symlink)
+    ├── HermesStateError       exit 1  a file in the home (Hermes' or our own state) could not be read
+    │                                  or written: read-only, permission denied, disk full, a folder in
+    │                                  the way, too large, not a regular file; names the path and the fix
     ├── RefusedValue           exit 1  a value Hermes cannot carry (a line break in a .env value, a
     │                                  one-shot time in the past, a workdir that is not a folder)
     ├── SecretUnavailable      exit 1  a secret reference cannot be read on this machine
@@ -20,9 +23,10 @@
         │   └── GatewayIncompatible    the gateway lacks a method or speaks another protocol
         └── GatewayOutcomeUnknown      a write whose reply was lost: settled by reading, never resent
 
-Each adapter maps the failures of what it wraps (OSError, parse errors, the gateway's codes) to
-these classes once, where it calls the outside; nothing above the adapters branches on message
-text. `cli.run()` catches only `ControllerError`; anything else is a bug and keeps its traceback.
+Each adapter maps the failures of what it wraps (OSError, sqlite3 errors, parse errors, the
+gateway's codes) to these classes once, where it calls the outside (`adapters.fsio.state_error`
+for an OSError); nothing above the adapters catches OSError or branches on message text.
+`cli.run()` catches only `ControllerError`; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -95,6 +99,16 @@ class ChangedUnderUs(ConflictError):
         super().__init__(
             f"{path} changed while hermes-fleet was updating it", hint="another Hermes writer got there first; run apply again"
         )
+
+
+class ContainmentError(ConflictError):
+    """A path hermes-fleet would read or write is a symlink (or leads) out of the object it belongs to:
+    a profile folder that is a link, a bot's file that points into another profile or out of the
+    home, a link inside `.hermes-fleet/`. Refused before anything is written (docs/reliability.md)."""
+
+    def __init__(self, message: str, *, path: str | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
 
 
 class HermesStateError(ControllerError):

@@ -342,12 +342,13 @@ class ConfigDoc:
     @classmethod
     def load(cls, path: Path | str) -> ConfigDoc:
         path = Path(path)
+        data = fsio.read_bounded(path)  # a FIFO or a huge file: a clear HermesStateError
+        if data is None:
+            return cls(CommentedMap(), text="", exists=False, source=str(path))
         try:
             # Bytes, decoded without newline translation: save() compares the file to exactly this.
-            text = path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            return cls(CommentedMap(), text="", exists=False, source=str(path))
-        except (OSError, UnicodeDecodeError) as exc:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise HermesStateError(f"cannot read {path}: {exc}", path=str(path), hint=unparseable_hint(str(path))) from exc
         return cls.parse(text, source=str(path), exists=True)
 

@@ -33,11 +33,12 @@ def jobs_path(profile_dir: Path) -> Path:
 def read_jobs(profile_dir: Path) -> list[dict[str, Any]] | None:
     """The jobs of a profile's store; None when the store does not exist yet."""
     path = jobs_path(profile_dir)
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # Hermes tolerates a BOM too
-    except FileNotFoundError:
+    data = fsio.read_bounded(path)  # a FIFO or a huge file: a clear HermesStateError
+    if data is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    try:
+        text = data.decode("utf-8-sig")  # Hermes tolerates a BOM too
+    except UnicodeDecodeError as exc:
         raise HermesStateError(f"cannot read {path}: {exc}", path=str(path)) from exc
     try:
         data = json.loads(text, strict=False)  # Hermes' own fallback accepts raw control characters
@@ -61,10 +62,14 @@ def read_jobs(profile_dir: Path) -> list[dict[str, Any]] | None:
 @contextlib.contextmanager
 def locked(profile_dir: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     cron = profile_dir / "cron"
-    cron.mkdir(parents=True, exist_ok=True)
+    fsio.make_dirs(cron)
     with contextlib.suppress(OSError):
         os.chmod(cron, 0o700)
-    with open(cron / ".jobs.lock", "a+", encoding="utf-8") as handle:
+    try:
+        handle = open(cron / ".jobs.lock", "a+", encoding="utf-8")  # noqa: SIM115 - closed by `with` below
+    except OSError as exc:
+        raise fsio.state_error(exc, "open the cron lock", cron / ".jobs.lock") from exc
+    with handle:
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -77,6 +82,8 @@ def locked(profile_dir: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None
                         hint="a Hermes process may be stuck; try again later",
                     ) from None
                 time.sleep(POLL)
+            except OSError as exc:  # e.g. ENOLCK: a file system without locks
+                raise fsio.state_error(exc, "lock", cron / ".jobs.lock") from exc
         try:
             yield
         finally:

@@ -238,12 +238,9 @@ class EnvFile:
 def read_env(path: Path | str) -> EnvFile:
     """The profile's .env; a missing file is an empty one."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    data = fsio.read_bounded(path)  # a FIFO or a huge file: a clear HermesStateError
+    if data is None:
         return EnvFile()
-    except OSError as exc:
-        raise HermesStateError(f"cannot read {path}: {exc}", path=str(path)) from exc
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,21 +1,92 @@
-"""Atomic, mode-keeping file writes: the one way this package writes a file.
+"""Atomic, mode-keeping file writes, bounded reads, and the one OSError mapping of the adapters.
 
 Every write goes: temp file in the same folder -> write -> fsync -> os.replace -> fsync(folder),
 so a crash leaves each file either old or new (PRODUCT.md safety rule 5). `WRITE_HOOKS` lets the
 fault-injection tests stop a run at the Nth write point.
+
+Every OSError of a file operation in the home becomes a `HermesStateError` here (`state_error`):
+the path, the system's reason, and what to do (read-only file system, permission denied, a folder
+where a file must be, a full disk...). Temp files are named `.<name>.hf<pid>.<random>.tmp`, so a
+later run can prove a leftover is the debris of a dead hermes-fleet process and sweep it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import stat
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from controller.errors import ChangedUnderUs
+from controller import bounded
+from controller.errors import ChangedUnderUs, ConflictError, HermesStateError
+
+# The largest file of the home we read (config.yaml, .env, profile.yaml, SOUL.md, jobs.json, an
+# avatar, the inventory, a status file): far above anything Hermes writes, small enough to hold.
+MAX_STATE_BYTES = 64 * 1024 * 1024
+TEMP_RE = re.compile(r"^\..+\.hf(\d+)\.[A-Za-z0-9_]+\.tmp$")
+
+_HINTS = {
+    errno.EROFS: "the file system is read-only: remount it read-write, or point --home at a writable Hermes home",
+    errno.EACCES: "permission denied: run hermes-fleet as the user that owns the Hermes home, or fix the permissions",
+    errno.EPERM: "the system refused it (an immutable or append-only file, or another owner): fix the attributes or owner",
+    errno.EISDIR: "a folder is where a file must be: move the folder away, then run again",
+    errno.ENOTDIR: "a file is where a folder must be: move the file away, then run again",
+    errno.ENOSPC: "the disk is full: free space, then run again (what was written so far is kept)",
+    errno.EDQUOT: "the disk quota is used up: free space, then run again (what was written so far is kept)",
+    errno.ELOOP: "a symlink loop is in the way: replace the link with a real file or folder",
+    errno.EFBIG: "the file is larger than hermes-fleet reads: shrink it or move it away",
+    errno.EINVAL: "replace it with a regular file",
+    errno.ENOENT: "a folder on the way does not exist (any more): check the Hermes home",
+    errno.EIO: "the disk reported an I/O error: check the disk, then run again",
+}
+
+
+def state_error(exc: OSError, action: str, path: object | None = None) -> HermesStateError:
+    """The HermesStateError for an OSError of `action` ("write", "read", "create the folder") on `path`."""
+    where = path if path is not None else exc.filename
+    reason = exc.strerror or str(exc)
+    hint = _HINTS.get(exc.errno or 0, "check the path and its permissions, then run again")
+    return HermesStateError(f"cannot {action} {where}: {reason}", path=str(where), hint=hint)
+
+
+@contextlib.contextmanager
+def mapped(action: str, path: object) -> Iterator[None]:
+    """Turn an OSError inside the block into `state_error(exc, action, path)`."""
+    try:
+        yield
+    except OSError as exc:
+        raise state_error(exc, action, path) from exc
+
+
+def read_bounded(path: Path, limit: int = MAX_STATE_BYTES) -> bytes | None:
+    """A file of the home: its bytes, None when it does not exist; a HermesStateError when it is
+    not a regular file, is over `limit`, or cannot be read (never blocks on a FIFO)."""
+    try:
+        return bounded.read_or_none(path, limit)
+    except OSError as exc:
+        raise state_error(exc, "read", path) from exc
+
+
+def remove(path: Path) -> bool:
+    """Remove a file if it is there (True if it was); other errors mapped."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise state_error(exc, "remove", path) from exc
+    return True
+
+
+def make_dirs(path: Path, mode: int = 0o777) -> None:
+    """`mkdir -p` with the error mapped (a read-only home, a file in the way...)."""
+    with mapped("create the folder", path):
+        path.mkdir(parents=True, exist_ok=True, mode=mode)
 
 # Called with the target path just before each os.replace / rename that publishes a change.
 # Tests append a hook that raises (or os._exit) at the Nth call.
@@ -61,16 +132,24 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: ob
     just before the replace and ChangedUnderUs is raised if another writer got there first; the
     caller reads again and retries. Hermes' own writers take no lock, so this is the best there is.
     """
-    path = Path(path)
+    try:
+        _atomic_write(Path(path), data, mode=mode, expect=expect)
+    except OSError as exc:
+        raise state_error(exc, "write", path) from exc
+
+
+def _atomic_write(path: Path, data: bytes, *, mode: int, expect: object) -> None:
     if path.is_symlink():
-        path = path.resolve()
+        path = path.resolve()  # callers checked that the link stays inside what they own
     folder = path.parent
     try:
         st: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
         st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise bounded.NotRegular(path, bounded.kind_of(st.st_mode))
     final_mode = stat.S_IMODE(st.st_mode) if st else mode
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.hf{os.getpid()}.", suffix=".tmp", dir=folder)
     try:
         os.fchmod(fd, final_mode & 0o777)
         if st is not None and os.geteuid() == 0:
@@ -81,7 +160,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: ob
             handle.flush()
             os.fsync(handle.fileno())
         run_write_hooks(path)
-        if expect is not UNCHECKED and read_or_none(path) != expect:
+        if expect is not UNCHECKED and bounded.read_or_none(path, MAX_STATE_BYTES) != expect:
             raise ChangedUnderUs(path)
         os.replace(tmp, path)
     except BaseException:
@@ -93,10 +172,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: ob
 
 def read_or_none(path: Path) -> bytes | None:
     """The file's bytes, or None when it does not exist (what `expect` compares against)."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+    return read_bounded(path)
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, expect: object = UNCHECKED) -> None:
@@ -104,7 +180,52 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, expect: objec
 
 
 def publish_dir(staging: Path, final: Path) -> None:
-    """Publish a fully built directory with one rename (a half-built profile is never visible)."""
-    run_write_hooks(final)
-    os.rename(staging, final)
+    """Publish a fully built directory with one rename (a half-built profile is never visible).
+
+    ConflictError when something appeared at `final` meanwhile; HermesStateError otherwise.
+    """
+    try:
+        run_write_hooks(final)
+        if os.path.lexists(final):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(final))
+        os.rename(staging, final)
+    except OSError as exc:
+        if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+            raise ConflictError(f"{final} appeared while hermes-fleet was creating it", hint="run apply again") from exc
+        raise state_error(exc, "move into place", final) from exc
     fsync_dir(final.parent)
+
+
+# --- leftovers of a killed run ---------------------------------------------------------------
+
+
+def dead_pid(pid: int) -> bool:
+    """True when no process has this id, or it is this very process (a leftover can only be a
+    dead run's then: the caller sweeps under the apply lock before it writes anything)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # EPERM: alive, another user's
+        return False
+    return False
+
+
+def sweep_temp_files(folder: Path) -> list[Path]:
+    """Remove this tool's temp files (`.<name>.hf<pid>.<random>.tmp`) left in `folder` by a dead
+    process (SIGKILL, power loss); a live writer's are kept, anything else is never touched."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed  # missing or unreadable: nothing of ours to prove
+    for entry in entries:
+        match = TEMP_RE.match(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False) or not dead_pid(int(match.group(1))):
+            continue
+        with contextlib.suppress(FileNotFoundError), mapped("remove the leftover", entry.path):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from controller.errors import ControllerError
+from controller.redact import redact_text, redact_url
 
 SUBPROTOCOL = "hermes-gateway-v1"
 TICKET_PREFIX = "hermes-gateway-ticket."
@@ -144,10 +145,11 @@ def refusal(method: str, error: Any) -> GatewayRefused:
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """`text` without the session's credentials, and without any credential inside a URL."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, "(redacted)")
-    return text
+    return redact_text(text)
 
 
 # --- discovery over the control socket ------------------------------------------------------------
@@ -416,7 +418,7 @@ def ws_url(origin_or_url: str) -> str:
     scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
     if scheme is None or not parts.netloc:
         raise GatewayIncompatible(
-            f"gateway URL {origin_or_url!r} must be http(s):// or ws(s)://host:port",
+            f"gateway URL {redact_url(origin_or_url)!r} must be http(s):// or ws(s)://host:port",
             hint="pass e.g. --gateway http://127.0.0.1:9119",
         )
     path = parts.path if parts.path not in ("", "/") else "/api/ws"
@@ -549,7 +551,7 @@ def open_session(home: Path, options: GatewayOptions, *, writes: bool) -> Sessio
             credential: Any = _Token(options.token_env)
         else:
             credential = _Fresh(discover(home, timeout=timeout), timeout)
-        return Session(url, credential, timeout, writes, label=url)
+        return Session(url, credential, timeout, writes, label=redact_url(url))
     endpoint = discover(home, timeout=timeout)
     url = ws_url(endpoint.api_origin)
     return Session(url, _Fresh(endpoint, timeout), timeout, writes, label=endpoint.api_origin)

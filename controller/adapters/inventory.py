@@ -14,11 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from controller import bounded
 from controller.adapters import fsio
-from controller.adapters.home import profile_dir, state_dir
+from controller.adapters.home import OWNER_MARKER, check_state_path, profile_dir, state_dir
 from controller.errors import HermesStateError
 
-MARKER = ".hermes-fleet-owner.json"
+MARKER = OWNER_MARKER
+MAX_MARKER_BYTES = 64 * 1024
 
 
 def inventory_dir(root: Path) -> Path:
@@ -32,11 +34,12 @@ def inventory_path(root: Path, fleet: str) -> Path:
 def read(root: Path, fleet: str) -> dict[str, Any] | None:
     """The inventory document of `fleet` (None when there is none yet)."""
     path = inventory_path(root, fleet)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    raw = fsio.read_bounded(path)  # unreadable, a FIFO, too large: a HermesStateError naming it
+    if raw is None:
         return None
-    except (OSError, ValueError) as exc:
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
         raise HermesStateError(
             f"cannot read the inventory {path}: {exc}",
             path=str(path),
@@ -55,22 +58,19 @@ def write(root: Path, fleet: str, data: dict[str, Any]) -> None:
     """Replace the inventory document of `fleet` atomically (0600)."""
     folder = inventory_dir(root)
     text = json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fsio.atomic_write_text(inventory_path(root, fleet), text, mode=0o600)
-    except OSError as exc:  # e.g. a full disk: a clear error, not a traceback; the old inventory stays
-        raise HermesStateError(
-            f"cannot write the inventory {inventory_path(root, fleet)}: {exc.strerror or exc}",
-            path=str(inventory_path(root, fleet)),
-            hint="free space or fix permissions, then apply again (what was applied is kept)",
-        ) from exc
+    # A full disk, a read-only home: fsio's clear HermesStateError; the old inventory stays.
+    check_state_path(root, folder)
+    fsio.make_dirs(folder, mode=0o700)
+    fsio.atomic_write_text(inventory_path(root, fleet), text, mode=0o600)
 
 
 def all_fleets(root: Path) -> list[str]:
     folder = inventory_dir(root)
     if not folder.is_dir():
         return []
-    return sorted(p.stem for p in folder.glob("*.json") if not p.name.startswith("."))
+    with fsio.mapped("list", folder):
+        names = os.listdir(folder)
+    return sorted(n[: -len(".json")] for n in names if n.endswith(".json") and not n.startswith("."))
 
 
 # --- the marker inside each owned profile ------------------------------------------------------
@@ -79,8 +79,9 @@ def all_fleets(root: Path) -> list[str]:
 def read_marker(root: Path, name: str) -> dict[str, Any] | None:
     """The owner marker of profile `name`, if it is valid *for that profile* (a clone's copy is not)."""
     try:
-        data = json.loads((profile_dir(root, name) / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = bounded.read_bytes(profile_dir(root, name) / MARKER, MAX_MARKER_BYTES)
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError):  # missing, unreadable, not a file, not JSON: no valid marker
         return None
     if not isinstance(data, dict) or data.get("profile") != name or not isinstance(data.get("fleet"), str):
         return None
@@ -107,7 +108,7 @@ def write_marker(directory: Path, fleet: str, name: str) -> None:
 
 
 def remove_marker(directory: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(FileNotFoundError), fsio.mapped("remove", directory / MARKER):
         os.unlink(directory / MARKER)
 
 

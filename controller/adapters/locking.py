@@ -2,7 +2,8 @@
 
 An exclusive `flock` on `<root>/.hermes-fleet/apply.lock`, polled until a timeout, after which
 the second apply exits 3 (conflict) naming the holder. The kernel drops the lock if the holder
-dies, so a crash never leaves a stale lock behind.
+dies, so a crash never leaves a stale lock behind. A home where the lock cannot be made (read-only,
+permission denied, a folder in the way) is a HermesStateError naming the path and the fix.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from controller.adapters.home import state_dir
+from controller import bounded
+from controller.adapters import fsio
+from controller.adapters.home import check_state_path, state_dir
 from controller.errors import LockHeld
 
 POLL_SECONDS = 0.1
@@ -24,9 +27,8 @@ POLL_SECONDS = 0.1
 @contextlib.contextmanager
 def apply_lock(root: Path, *, timeout: float, purpose: str = "apply") -> Iterator[None]:
     folder = state_dir(root)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = folder / "apply.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_lock_file(root, path)
     try:
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
@@ -40,16 +42,30 @@ def apply_lock(root: Path, *, timeout: float, purpose: str = "apply") -> Iterato
                         hint="wait for it to finish, or raise --lock-timeout",
                     ) from None
                 time.sleep(POLL_SECONDS)
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}).encode())
+            except OSError as exc:  # e.g. ENOLCK: a file system without locks
+                raise fsio.state_error(exc, "lock", path) from exc
+        with fsio.mapped("write the lock file", path):
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}).encode())
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
 
 
+def open_lock_file(root: Path, path: Path) -> int:
+    """Create `.hermes-fleet/` (0700) and open a lock file in it (0600), refusing symlinks on the way
+    and mapping every OSError (a read-only home, permission denied, a folder in the way)."""
+    check_state_path(root, path)
+    fsio.make_dirs(path.parent, mode=0o700)
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise fsio.state_error(exc, "open the lock file", path) from exc
+
+
 def _holder(path: Path) -> str:
     try:
-        data = json.loads(path.read_text() or "{}")
+        data = json.loads(bounded.read_bytes(path, 4096) or b"{}")
         return f"pid {data.get('pid')}, {data.get('purpose')}"
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return "holder unknown"

@@ -137,9 +137,10 @@ class ProfileMeta:
 
 
 def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8")  # no newline translation: save() compares bytes
-    except FileNotFoundError:
+    data = fsio.read_bounded(path)  # a FIFO or a huge file: a clear HermesStateError
+    if data is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    try:
+        return data.decode("utf-8")  # no newline translation: save() compares bytes
+    except UnicodeDecodeError as exc:
         raise HermesStateError(f"cannot read {path}: {exc}", path=str(path), hint=unparseable_hint(str(path))) from exc

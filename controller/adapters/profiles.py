@@ -14,7 +14,7 @@ import re
 import shutil
 import stat
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
@@ -23,12 +23,21 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from controller import bounded
 from controller.adapters import fsio
-from controller.adapters.home import DEFAULT_PROFILE, profile_dir, state_dir
+from controller.adapters.home import (
+    DEFAULT_PROFILE,
+    OWNER_MARKER,
+    check_profile_dir,
+    check_profiles_root,
+    check_state_path,
+    profile_dir,
+    state_dir,
+)
 from controller.errors import ConflictError, HermesStateError, UsageError
 from controller.hermes.env import PROFILE_ENV_HEADER
 
-PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")
 # `hermes profile create` refuses these (0.19 `_RESERVED_NAMES`); so do we.
 RESERVED_NAMES = frozenset({"hermes", "default", "test", "tmp", "root", "sudo"})
 
@@ -45,6 +54,8 @@ CLONE_FILES = ("config.yaml", ".env", "SOUL.md")
 CLONE_TREES = ("skills",)
 CLONE_SUBDIR_FILES = ("memories/MEMORY.md", "memories/USER.md")
 NO_BUNDLED_SKILLS_MARKER = ".no-bundled-skills"  # Hermes checks only that it exists
+STAGING_INFIX = ".staging-"  # profiles/.<bot>.staging-<pid>: a profile being built, never listed by Hermes
+_STAGING_RE = re.compile(r"^\.[a-z0-9][a-z0-9_-]{0,63}\.staging-(\d+)$")
 
 _NO_SKILLS_TEXT = "Bundled-skill seeding is off for this profile (created by hermes-fleet).\n"
 
@@ -118,13 +129,18 @@ _ENV_KEY_RE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
 
 @dataclass(frozen=True)
 class BackupInfo:
-    """One backup made by `backup_profile`: `path/BACKUP.json` beside the tree in `path/profile/`."""
+    """One backup made by `backup_profile`: `path/BACKUP.json` beside the tree in `path/profile/`.
+
+    `records` are the fleet's inventory entries of the bot and its routines at the time of the
+    prune, so a restore gives the fleet back its ownership (docs/cli.md, restore).
+    """
 
     path: Path
     name: str
     fleet: str
     created_at: str
     original_path: str
+    records: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tree(self) -> Path:
@@ -145,29 +161,12 @@ def validate_profile_name(name: str) -> None:
 
 
 def _profiles_root(root: Path) -> Path:
-    path = Path(root) / PROFILES_DIR
-    _ensure_inside(root, path)
-    return path
-
-
-def _ensure_inside(root: Path, path: Path) -> None:
-    """Refuse a path (typically a symlink) that resolves outside the Hermes root."""
-    if not os.path.lexists(path):
-        return
-    real_root = Path(root).resolve()
-    real = Path(path).resolve()
-    if real != real_root and not real.is_relative_to(real_root):
-        raise HermesStateError(
-            f"{path} resolves outside the Hermes root ({real}); refusing to touch it",
-            path=str(path),
-            hint="replace the symlink with a real directory inside the Hermes root",
-        )
+    return check_profiles_root(Path(root))
 
 
 def _named_dir(root: Path, name: str) -> Path:
-    path = _profiles_root(root) / name
-    _ensure_inside(root, path)
-    return path
+    """`profiles/<name>`, refused (ContainmentError) when it or `profiles/` is a symlink."""
+    return check_profile_dir(Path(root), name)
 
 
 def is_tombstoned(root: Path, name: str) -> bool:
@@ -219,21 +218,20 @@ def create_profile(
     source = _clone_source(root, clone_from) if clone_from is not None else None
 
     base = target.parent
-    base.mkdir(parents=True, exist_ok=True)
-    staging = base / f".{name}.staging-{os.getpid()}"
+    fsio.make_dirs(base)
+    staging = base / f".{name}{STAGING_INFIX}{os.getpid()}"
     _remove_staging(staging)  # a leftover of a crashed earlier run with our pid
     try:
-        _build_profile(staging, source=source, create_empty=create_empty)
+        with fsio.mapped("build the new profile in", staging):  # reading the clone source included
+            _build_profile(staging, source=source, create_empty=create_empty)
         for rel, text in (extra_files or {}).items():
             fsio.atomic_write_text(staging / rel, text)
         # Re-check just before publishing: another writer may have created or tombstoned it.
         _refuse_existing(root, name, target)
-        try:
-            fsio.publish_dir(staging, target)
-        except OSError as exc:
-            raise ConflictError(f"profile {name!r} appeared while it was being created: {exc}") from exc
+        fsio.publish_dir(staging, target)  # ConflictError if it appeared meanwhile
     except BaseException:
-        _remove_staging(staging)
+        with contextlib.suppress(Exception):  # never hide the error that brought us here
+            _remove_staging(staging)
         raise
     return target
 
@@ -260,10 +258,28 @@ def _clone_source(root: Path, clone_from: str) -> Path:
 
 def _remove_staging(staging: Path) -> None:
     # Only ever our own dot-prefixed staging dir, which Hermes never lists.
-    if staging.is_symlink():
-        staging.unlink()
-    elif staging.exists():
-        shutil.rmtree(staging)
+    with fsio.mapped("remove the staging folder", staging):
+        if staging.is_symlink():
+            staging.unlink()
+        elif staging.exists():
+            shutil.rmtree(staging)
+
+
+def sweep_staging(root: Path) -> list[Path]:
+    """Remove `profiles/.<bot>.staging-<pid>` folders a dead hermes-fleet run left behind (SIGKILL
+    while building a new profile). Called under the apply lock, the only place staging folders are
+    made, so one whose process is gone (fsio.dead_pid) cannot be anyone's work in progress."""
+    base = Path(root) / PROFILES_DIR
+    removed: list[Path] = []
+    if os.path.islink(base) or not base.is_dir():
+        return removed
+    for entry in os.scandir(base):
+        match = _STAGING_RE.match(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False) or not fsio.dead_pid(int(match.group(1))):
+            continue
+        _remove_staging(Path(entry.path))
+        removed.append(Path(entry.path))
+    return removed
 
 
 def _build_profile(staging: Path, *, source: Path | None, create_empty: bool) -> None:
@@ -297,7 +313,7 @@ def _copy_clone_files(source: Path, dest: Path) -> None:
         src = source / rel
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            fsio.atomic_write_bytes(dest / rel, src.read_bytes(), mode=_mode_of(src))
+            fsio.atomic_write_bytes(dest / rel, fsio.read_bounded(src) or b"", mode=_mode_of(src))
     for tree in CLONE_TREES:
         if (source / tree).is_dir():
             _copy_tree(source / tree, dest / tree)
@@ -306,9 +322,10 @@ def _copy_clone_files(source: Path, dest: Path) -> None:
 def _read_text(path: Path) -> str | None:
     if not path.is_file():
         return None
+    data = fsio.read_bounded(path)
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return data.decode("utf-8") if data is not None else None
+    except UnicodeDecodeError as exc:
         raise HermesStateError(f"cannot read {path}: {exc}", path=str(path)) from exc
 
 
@@ -385,7 +402,7 @@ def _copy_tree(src: Path, dest: Path) -> None:
         elif entry.is_dir():
             _copy_tree(entry, target)
         elif entry.is_file():
-            fsio.atomic_write_bytes(target, entry.read_bytes(), mode=_mode_of(entry))
+            fsio.atomic_write_bytes(target, fsio.read_bounded(entry) or b"", mode=_mode_of(entry))
 
 
 # --- backup / restore ----------------------------------------------------------------------
@@ -395,10 +412,12 @@ def backups_dir(root: Path) -> Path:
     return state_dir(Path(root)) / BACKUPS_DIR
 
 
-def backup_profile(root: Path, name: str, *, fleet: str) -> Path:
+def backup_profile(root: Path, name: str, *, fleet: str, records: dict[str, Any] | None = None) -> Path:
     """Move `profiles/<name>` into `.hermes-fleet/backups/<UTC stamp>-<name>/profile` (one rename).
 
-    Returns the backup directory. Nothing is deleted: restore_profile() moves the tree back.
+    `records`: the fleet's inventory entries of the bot and its routines, kept in BACKUP.json so a
+    restore gives the fleet its ownership back. Returns the backup directory. Nothing is deleted:
+    restore_profile() moves the tree back.
     """
     root = Path(root)
     validate_profile_name(name)
@@ -414,17 +433,16 @@ def backup_profile(root: Path, name: str, *, fleet: str) -> Path:
         "fleet": fleet,
         "created_at": now.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "original_path": str(source),
+        "inventory": records or {},
     }
     # Metadata first: a crash before the rename leaves a tree-less backup that list_backups skips,
     # never a moved tree without its record.
-    fsio.atomic_write_text(backup / BACKUP_META, json.dumps(meta, indent=2) + "\n", mode=0o600)
+    fsio.atomic_write_text(backup / BACKUP_META, json.dumps(meta, indent=2, sort_keys=True) + "\n", mode=0o600)
     try:
         fsio.publish_dir(source, backup / BACKUP_TREE)
-    except OSError as exc:
-        _discard_record(backup)
-        raise HermesStateError(f"cannot move {source} into {backup}: {exc}", path=str(source)) from exc
     except BaseException:
-        _discard_record(backup)
+        with contextlib.suppress(Exception):
+            _discard_record(backup)
         raise
     fsio.fsync_dir(source.parent)
     return backup
@@ -434,25 +452,22 @@ def _discard_interrupted_backups(root: Path, name: str) -> None:
     """A crash between writing BACKUP.json and moving the tree leaves a record with no tree; the
     profile is still in place, so that record is stale: drop it before backing up again."""
     base = backups_dir(root)
-    if not base.is_dir():
+    if os.path.islink(base) or not base.is_dir():
         return
     own_name = re.compile(rf"^\d{{8}}T\d{{6}}Z-{re.escape(name)}(\.\d+)?$")
     for folder in base.iterdir():
-        if folder.is_symlink() or not folder.is_dir() or (folder / BACKUP_TREE).exists():
+        if folder.is_symlink() or not folder.is_dir() or os.path.lexists(folder / BACKUP_TREE):
             continue
-        try:
-            meta = json.loads((folder / BACKUP_META).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = None  # killed while writing the record: only its temp file is there
+        meta = _read_meta(folder)  # None: killed while writing the record, only its temp file is there
         if (meta.get("name") == name) if isinstance(meta, dict) else bool(own_name.match(folder.name)):
             for leftover in folder.glob(f".{BACKUP_META}.*.tmp"):
-                leftover.unlink(missing_ok=True)
+                fsio.remove(leftover)
             _discard_record(folder)
 
 
 def _discard_record(folder: Path) -> None:
     """Remove a backup folder that holds only its BACKUP.json (never a tree)."""
-    (folder / BACKUP_META).unlink(missing_ok=True)
+    fsio.remove(folder / BACKUP_META)
     with contextlib.suppress(OSError):
         folder.rmdir()  # fails, and keeps everything, if anything else is inside
 
@@ -460,75 +475,116 @@ def _discard_record(folder: Path) -> None:
 def _new_backup_dir(root: Path, stem: str) -> Path:
     base = backups_dir(root)
     for folder in (base.parent, base):
+        check_state_path(root, folder)
         if not folder.exists():
-            folder.mkdir(mode=0o700)
-            os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask
-        _ensure_inside(root, folder)
+            with fsio.mapped("create the folder", folder):
+                folder.mkdir(mode=0o700)
+                os.chmod(folder, 0o700)  # mkdir's mode is filtered by the umask
     for attempt in range(1, 100):
         candidate = base / (stem if attempt == 1 else f"{stem}.{attempt}")
         try:
             candidate.mkdir(mode=0o700)
         except FileExistsError:
             continue
-        os.chmod(candidate, 0o700)
+        except OSError as exc:
+            raise fsio.state_error(exc, "create the folder", candidate) from exc
+        with fsio.mapped("set the mode of", candidate):
+            os.chmod(candidate, 0o700)
         return candidate
     raise HermesStateError(f"too many backups named {stem} in {base}", path=str(base))
 
 
 def list_backups(root: Path) -> list[BackupInfo]:
-    """Complete backups (metadata and tree both present), oldest first."""
+    """Complete backups (metadata and tree both present, no symlinks), oldest first."""
     base = backups_dir(Path(root))
+    check_state_path(Path(root), base)
     if not base.is_dir():
         return []
     found = []
-    for entry in sorted(base.iterdir()):
+    with fsio.mapped("list", base):
+        entries = sorted(base.iterdir())
+    for entry in entries:
         info = _read_backup(entry)
-        if info is not None and info.tree.is_dir():
+        if info is not None and _real_dir(info.tree):
             found.append(info)
     return sorted(found, key=lambda b: (b.created_at, b.path.name))
 
 
-def _read_backup(folder: Path) -> BackupInfo | None:
+def _real_dir(path: Path) -> bool:
+    return not os.path.islink(path) and path.is_dir()
+
+
+def _read_meta(folder: Path) -> dict[str, Any] | None:
+    if os.path.islink(folder) or os.path.islink(folder / BACKUP_META):
+        return None
     try:
-        meta = json.loads((folder / BACKUP_META).read_text(encoding="utf-8"))
+        meta = json.loads(bounded.read_bytes(folder / BACKUP_META, fsio.MAX_STATE_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+    return meta if isinstance(meta, dict) else None
+
+
+def _read_backup(folder: Path) -> BackupInfo | None:
+    meta = _read_meta(folder)
+    if meta is None or not isinstance(meta.get("name"), str):
         return None
+    records = meta.get("inventory")
     return BackupInfo(
         path=folder,
         name=meta["name"],
         fleet=str(meta.get("fleet", "")),
         created_at=str(meta.get("created_at", "")),
         original_path=str(meta.get("original_path", "")),
+        records=records if isinstance(records, dict) else {},
     )
 
 
-def restore_profile(root: Path, backup: str | Path) -> Path:
-    """Move a backed-up tree back to `profiles/<name>`; `backup` is its directory or directory name."""
+def restore_profile(root: Path, backup: str | Path) -> BackupInfo:
+    """Move a backed-up tree back to `profiles/<name>`; `backup` is its directory or directory name.
+
+    The backup's record stays until `discard_backup` (the caller first gives the inventory its
+    entries back). Run again after an interruption, it finds the tree already back in place (its
+    owner marker naming the backup's fleet) and returns the record, so the restore can finish.
+    """
     root = Path(root)
     folder = _resolve_backup(root, backup)
     info = _read_backup(folder)
-    if info is None or not info.tree.is_dir():
+    if info is None:
         raise HermesStateError(f"{folder} is not a complete hermes-fleet backup", path=str(folder))
     validate_profile_name(info.name)
     target = _named_dir(root, info.name)
+    if not os.path.lexists(info.tree) and _restored_already(target, info):
+        return info
+    if not _real_dir(info.tree):
+        raise HermesStateError(f"{folder} is not a complete hermes-fleet backup", path=str(folder))
     _refuse_existing(root, info.name, target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    fsio.make_dirs(target.parent)
     try:
         fsio.publish_dir(info.tree, target)
-    except OSError as exc:
-        raise ConflictError(f"cannot restore {info.name!r} to {target}: {exc}") from exc
+    except ConflictError as exc:
+        raise ConflictError(f"cannot restore {info.name!r} to {target}: {exc.message}") from exc
     fsio.fsync_dir(folder)
-    _discard_record(folder)  # the folder now holds only its record
-    return target
+    return info
+
+
+def _restored_already(target: Path, info: BackupInfo) -> bool:
+    try:
+        marker = json.loads(bounded.read_bytes(target / OWNER_MARKER, 64 * 1024).decode("utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("fleet") == info.fleet and marker.get("profile") == info.name
+
+
+def discard_backup(info: BackupInfo) -> None:
+    """Drop a restored backup's record (the folder then holds nothing and goes too)."""
+    _discard_record(info.path)
 
 
 def _resolve_backup(root: Path, backup: str | Path) -> Path:
     base = backups_dir(root)
     candidate = Path(backup)
     folder = candidate if candidate.is_absolute() or len(candidate.parts) > 1 else base / candidate
-    real_base = base.resolve()
-    if folder.resolve().parent != real_base:
+    check_state_path(root, base)
+    if os.path.islink(folder) or Path(os.path.realpath(folder)).parent != Path(os.path.realpath(base)):
         raise HermesStateError(f"{backup} is not a backup under {base}", path=str(folder))
     return folder

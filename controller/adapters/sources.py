@@ -5,6 +5,11 @@ local files, the exact commit for git). `GitSource` keeps a clone under the home
 (`.hermes-fleet/git/`), fetches, and checks out the exact commit; an unreachable remote or a
 rewritten history is reported as a `SourceError` and the last good revision stays applied.
 Called by watching.py; the only module that imports GitPython.
+
+A URL may carry a credential (`https://TOKEN@host/...`). It is used only on git's command line:
+the clone has no `origin` remote holding it (each fetch names the URL), reflogs get a fixed
+action name, and every message and label shows `redact_url(url)`; git's own error text goes
+through `redact_text`. So the token reaches no log, status file or file of the cache.
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller import bounded
 from controller.errors import SourceError
+from controller.redact import redact_text, redact_url
+
+MAX_MANIFEST_BYTES = 32 * 1024 * 1024  # what the loader reads at most; larger files only count as changed
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,9 @@ class LocalSource:
         for file in sorted(self._files()):
             digest.update(file.encode())
             try:
-                digest.update(Path(file).read_bytes())
+                digest.update(bounded.read_bytes(file, MAX_MANIFEST_BYTES))
+            except bounded.TooLarge as exc:
+                digest.update(b"\0too large %d" % exc.size)  # the loader refuses it with a clear error
             except OSError:
                 digest.update(b"\0unreadable")
         return Snapshot(self.paths, self.recursive, "sha256:" + digest.hexdigest()[:16], "files " + " ".join(self.paths))
@@ -76,6 +87,9 @@ class LocalSource:
         return sorted(roots)
 
 
+FETCH_REFSPECS = ("+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*")
+
+
 class GitSource:
     """A git repository: clone once into the home, then fetch and check out the exact commit."""
 
@@ -88,8 +102,16 @@ class GitSource:
         self.ssh_key = ssh_key
         self.last_good: str | None = None
 
+    @property
+    def label(self) -> str:
+        """The URL as every message shows it (no credential)."""
+        return redact_url(self.url)
+
     def _env(self) -> dict[str, str]:
-        env = {"GIT_TERMINAL_PROMPT": "0"}  # a password prompt would hang a headless reconciler
+        env = {
+            "GIT_TERMINAL_PROMPT": "0",  # a password prompt would hang a headless reconciler
+            "GIT_REFLOG_ACTION": "hermes-fleet fetch",  # else reflogs record the command line, URL included
+        }
         if self.ssh_key:
             env["GIT_SSH_COMMAND"] = f"ssh -i {shlex.quote(self.ssh_key)} -o IdentitiesOnly=yes -o BatchMode=yes"
         return env
@@ -97,10 +119,26 @@ class GitSource:
     def _repo(self) -> Any:
         import git
 
+        for folder in (self.checkout.parent.parent, self.checkout.parent, self.checkout):
+            if os.path.islink(folder):
+                raise SourceError(
+                    f"{folder} is a symlink; hermes-fleet keeps its git cache only in real folders of the home",
+                    hint="replace the link with a real folder (or remove it: the cache is rebuilt)",
+                    transient=False,
+                )
         if (self.checkout / ".git").is_dir():
-            return git.Repo(self.checkout)
-        self.checkout.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return git.Repo.clone_from(self.url, self.checkout, no_checkout=True, env=self._env())
+            repo = git.Repo(self.checkout)
+            if "origin" in [r.name for r in repo.remotes]:
+                repo.git.remote("remove", "origin")  # an older cache stored the URL (and its credential)
+            return repo
+        try:
+            self.checkout.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise SourceError(
+                f"cannot create the git cache {self.checkout}: {exc.strerror}",
+                hint="make the Hermes home writable for this user (the cache lives in it)",
+            ) from None
+        return git.Repo.init(self.checkout)
 
     def snapshot(self, *, allow_rewrite: bool = False) -> Snapshot:
         import git
@@ -108,7 +146,8 @@ class GitSource:
         try:
             repo = self._repo()
             with repo.git.custom_environment(**self._env()):
-                repo.remotes.origin.fetch(prune=True, force=True, tags=True)
+                # By URL, not through a remote: the URL (and any credential in it) is never stored.
+                repo.git.fetch(self.url, *FETCH_REFSPECS, "--prune", "--force", "--no-write-fetch-head")
             commit = self._resolve(repo)
             if self.last_good and self.last_good != commit and not allow_rewrite:
                 self._check_history(repo, commit)
@@ -120,15 +159,20 @@ class GitSource:
             fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]  # git's own reason
             detail = fatal[0] if fatal else (lines[-1] if lines else str(exc))
             raise SourceError(
-                f"git {self.url} ({self.ref}): {detail}",
+                f"git {self.label} ({self.ref}): {redact_text(detail)}",
                 hint="check the URL, the ref and the credentials; the last good revision stays applied",
+            ) from None
+        except (git.GitError, OSError) as exc:  # a broken cache, git missing, a read-only home
+            raise SourceError(
+                f"git {self.label} ({self.ref}): {redact_text(str(exc))}",
+                hint=f"check that git is installed and that {self.checkout} is writable (remove it to rebuild the cache)",
             ) from None
         folder = self.checkout / self.subpath
         if not folder.exists():
             raise SourceError(
-                f"{self.subpath!r} does not exist in {self.url} at {commit[:12]}", hint="check --path", transient=False
+                f"{self.subpath!r} does not exist in {self.label} at {commit[:12]}", hint="check --path", transient=False
             )
-        return Snapshot([str(folder)], True, commit, f"git {self.url}@{self.ref}")
+        return Snapshot([str(folder)], True, commit, f"git {self.label}@{self.ref}")
 
     def _resolve(self, repo) -> str:  # type: ignore[no-untyped-def]
         import git
@@ -138,12 +182,12 @@ class GitSource:
                 return str(repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}"))
             except git.GitCommandError:
                 continue
-        raise SourceError(f"ref {self.ref!r} not found in {self.url}", hint="check --ref", transient=False)
+        raise SourceError(f"ref {self.ref!r} not found in {self.label}", hint="check --ref", transient=False)
 
     def _check_history(self, repo, commit: str) -> None:  # type: ignore[no-untyped-def]
         if not repo.is_ancestor(self.last_good, commit):
             raise SourceError(
-                f"the history of {self.url} ({self.ref}) was rewritten: the applied revision "
+                f"the history of {self.label} ({self.ref}) was rewritten: the applied revision "
                 f"{str(self.last_good)[:12]} is not an ancestor of {commit[:12]} (force push?)",
                 hint="the last good revision stays applied; pass --allow-history-rewrite to accept the new history",
                 transient=False,

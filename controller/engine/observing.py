@@ -15,10 +15,9 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 
-from controller.adapters import configfile, cronstore, envfile, profilemeta, profiles, sessions
+from controller.adapters import configfile, cronstore, envfile, fsio, home, profilemeta, profiles, sessions
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
-from controller.adapters.home import profile_dir
 from controller.core import rooms
 from controller.core.inventory import INSTALL_KEY, Inventory, routine_parts, split_key
 from controller.core.types import GatewayView, LiveProfile, Observed
@@ -68,9 +67,9 @@ def observe(root: Path, state: DesiredState, inventory: Inventory, gateway: gw.G
 
 
 def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True) -> LiveProfile:
-    path = profile_dir(root, name)
-    if name != DEFAULT_PROFILE:
-        _refuse_escape(root, path)
+    """One profile as it is on disk; ContainmentError (exit 3) when its folder is a symlink or a file
+    hermes-fleet would write leads out of it (docs/reliability.md#containment)."""
+    path = home.check_profile(root, name)
     exists = path.is_dir()
     tombstoned = name != DEFAULT_PROFILE and profiles.is_tombstoned(root, name)
     if not exists:
@@ -80,7 +79,7 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True) -> Liv
     env = _read(errors, path, lambda: envfile.read_env(path / ".env"))
     meta = _read(errors, path, lambda: profilemeta.ProfileMeta.load(path / "profile.yaml"))
     soul = _read_soul(errors, path)
-    avatar, avatar_files = _read_avatar(path)
+    avatar, avatar_files = _read_avatar(errors, path)
     bot_chat = with_bot_chat and _read(errors, path, lambda: sessions.find_bot_chat(path)) is not None
     return LiveProfile(
         name=name,
@@ -102,56 +101,50 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True) -> Liv
     )
 
 
-def _refuse_escape(root: Path, path: Path) -> None:
-    """A profile folder (or profiles/) that is a symlink out of the home is never followed."""
-    try:
-        resolved = path.resolve()
-        home = root.resolve()
-    except OSError:
-        return
-    if (path.is_symlink() or path.parent.is_symlink()) and not resolved.is_relative_to(home):
-        raise ControllerError(
-            f"{path} is a symlink to {resolved}, outside the Hermes home {home}",
-            hint="hermes-fleet only touches files inside the home; replace the link with a real folder",
-        )
-
-
 def _read(errors: list[str], path: Path, reader: Callable[[], T]) -> T | None:
+    # The adapters map every OSError onto the error tree (a HermesStateError naming the file).
     try:
         return reader()
     except ControllerError as exc:
         errors.append(str(exc))
-    except OSError as exc:
-        errors.append(f"{exc.filename or path}: {exc.strerror}")
     return None
 
 
 def _read_soul(errors: list[str], path: Path) -> str | None:
+    data = _read(errors, path, lambda: fsio.read_bounded(path / "SOUL.md"))
+    if data is None:
+        return None
     try:
-        return (path / "SOUL.md").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        errors.append(f"{path / 'SOUL.md'}: {exc}")
+        # Exactly as written (no newline translation): a soul with a "\r" must compare equal to itself.
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        errors.append(f"{path / 'SOUL.md'}: not UTF-8 text ({exc.reason} at byte {exc.start})")
         return None
 
 
-def _read_avatar(path: Path) -> tuple[tuple[str, str] | None, tuple[str, ...]]:
+def _read_avatar(errors: list[str], path: Path) -> tuple[tuple[str, str] | None, tuple[str, ...]]:
     assets = path / "assets"
     found: list[str] = []
     avatar = None
     for ext in AVATAR_EXTENSIONS:
         candidate = assets / f"avatar.{ext}"
-        if candidate.is_file():
-            found.append(ext)
-            if avatar is None:
-                avatar = (ext, hashlib.sha256(candidate.read_bytes()).hexdigest())
+        if not candidate.is_file():
+            continue
+        found.append(ext)
+        if avatar is None:
+            try:
+                data = fsio.read_bounded(candidate)
+            except ControllerError as exc:
+                errors.append(str(exc))
+                continue
+            if data is not None:
+                avatar = (ext, hashlib.sha256(data).hexdigest())
     return avatar, tuple(found)
 
 
 def image_digest(path: str) -> tuple[str, str]:
     """(extension, sha256) of an avatar image a manifest names."""
-    data = Path(path).read_bytes()
+    data = references.read_image(path)
     return image_extension(data[:16]) or "png", hashlib.sha256(data).hexdigest()
 
 

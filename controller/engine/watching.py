@@ -20,20 +20,23 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import fsio
-from controller.adapters.home import state_dir
+from controller import bounded
+from controller.adapters import fsio, locking
+from controller.adapters.home import check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
 from controller.core.types import WRITING_ACTIONS, RunResult
 from controller.core.types import Options as PlanOptions
 from controller.engine import reconciling, records
-from controller.errors import ConflictError, ControllerError, LockHeld, SourceError
+from controller.errors import ConflictError, ContainmentError, ControllerError, LockHeld, SourceError
 from controller.manifests import desired, reading
+from controller.redact import redact_text, redact_url
 
 STATUS_FILE = "watch-status.json"
 KEEP_RUNS = 20
@@ -156,7 +159,13 @@ class Reconciler:
 
     def reconcile(self, trigger: str) -> Run:
         started = time.monotonic()
-        run = self._reconcile(trigger)
+        try:
+            run = self._reconcile(trigger)
+        except Exception as exc:  # a bug must not end the reconciler (under systemd: a crash loop)
+            self.log.event("internal_error", error=f"{type(exc).__name__}: {exc}", hint="please report it; retrying")
+            traceback.print_exc(file=sys.stderr)
+            now = datetime.now(UTC).isoformat(timespec="seconds")
+            run = Run(now, trigger, "partial", message=f"internal error: {type(exc).__name__}: {exc}")
         run.seconds = round(time.monotonic() - started, 4)
         self.runs = [*self.runs, run][-KEEP_RUNS:]
         self.metrics.record(run)
@@ -276,7 +285,7 @@ class Reconciler:
         payload = {
             "schemaVersion": 1,
             "pid": os.getpid(),
-            "source": getattr(self.source, "url", None) or " ".join(getattr(self.source, "paths", [])),
+            "source": source_label(self.source),
             "fleet": self.fleet,
             "host": self.options.host,
             "mode": "self-heal" if self.options.self_heal else "report",
@@ -293,8 +302,12 @@ class Reconciler:
             "runs": [asdict(r) for r in self.runs],
         }
         path = state_dir(self.root) / STATUS_FILE
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fsio.atomic_write_text(path, json.dumps(payload, indent=1) + "\n", mode=0o600)
+        try:
+            check_state_path(self.root, path)
+            fsio.make_dirs(path.parent, mode=0o700)
+            fsio.atomic_write_text(path, json.dumps(payload, indent=1) + "\n", mode=0o600)
+        except ControllerError as exc:  # a full disk must not end the reconciler; the log says it
+            self.log.event("status_not_written", error=str(exc))
 
     # --- the loop --------------------------------------------------------------------------------
 
@@ -376,9 +389,8 @@ class Reconciler:
 @contextlib.contextmanager
 def reconciler_lock(root: Path) -> Iterator[None]:
     """One reconciler per home for its whole life; a second one exits 3 at once."""
-    folder = state_dir(root)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(folder / "watch.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    path = state_dir(root) / "watch.lock"
+    fd = locking.open_lock_file(root, path)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -388,8 +400,9 @@ def reconciler_lock(root: Path) -> Iterator[None]:
                 f"another hermes-fleet watch is running on {root} (pid {holder})",
                 hint="stop it first; two reconcilers on one home would fight",
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        with fsio.mapped("write the lock file", path):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
         os.close(fd)
@@ -400,15 +413,30 @@ def _changed_objects(planned: reconciling.Planned) -> list[str]:
 
 
 def read_status(root: Path) -> dict[str, Any] | None:
+    """The reconciler's status file; None when there is none, or it is unreadable or not ours."""
+    path = state_dir(root) / STATUS_FILE
     try:
-        return json.loads((state_dir(root) / STATUS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        check_state_path(root, path)
+        data = json.loads(bounded.read_bytes(path, fsio.MAX_STATE_BYTES).decode("utf-8"))
+    except (OSError, ValueError, ContainmentError):
         return None
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("source"), str):  # a file an older version wrote may hold a credential
+        data["source"] = redact_text(data["source"])
+    return data
+
+
+def source_label(source: LocalSource | GitSource) -> str:
+    """What logs and the status file call the source: paths, or the URL without credentials."""
+    if isinstance(source, GitSource):
+        return redact_url(source.url)
+    return " ".join(source.paths)
 
 
 def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
     """Carry the last good revision over a restart, so a force-push made meanwhile is still caught."""
-    if not previous or previous.get("source") != getattr(reconciler.source, "url", None):
+    if not previous or previous.get("source") != source_label(reconciler.source):
         return
     good = previous.get("last_good_revision")
     if isinstance(good, str) and good and isinstance(reconciler.source, GitSource):

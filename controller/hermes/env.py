@@ -11,7 +11,7 @@ PROFILE_ENV_HEADER = (
     "# Behavioral settings belong in config.yaml, not here.\n"
 )
 
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" would accept a trailing newline
 
 # Names Hermes' env writer refuses (`_ENV_VAR_NAME_DENYLIST`, hermes_cli/config.py): they steer
 # the loader, interpreter, shell or Hermes' own location. We refuse them for the same reason.

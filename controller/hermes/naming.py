@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 
-PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")  # \Z: "$" would accept a trailing newline
 # `hermes profile create` refuses these; `default` is the root profile and may only be described.
 RESERVED_PROFILE_NAMES = frozenset({"hermes", "default", "test", "tmp", "root", "sudo"})
 # Mention forms never used as a bot tag (docs/hermes/bot-mode.md#mentions).
 RESERVED_MENTIONS = frozenset({"all", "everyone", "user", "default", "hermes"})
 _SLUG_RUN = re.compile(r"[^a-z0-9_-]+")
 _COLLAPSE = re.compile(r"[^a-z0-9_-]")
-_MENTION = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_MENTION = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")
 
 # Keys whose values are secrets: a literal value for one of these in a manifest is an error.
 _SECRET_LAST = frozenset({"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PAT", "CREDENTIALS", "AUTHORIZATION", "APIKEY"})

@@ -1,4 +1,4 @@
-"""`restore`: list the backups prune made, or bring one back."""
+"""`restore`: list the backups prune made, or bring one back (with its fleet's ownership)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 
 from controller.adapters import profiles
 from controller.adapters.home import resolve_root
+from controller.engine import restoring
 from controller.errors import ExitCode
 
 
@@ -18,9 +19,10 @@ def cmd_restore(args: argparse.Namespace) -> int:
         for b in backups:
             print(f"{b.path.name}\tprofile {b.name}\tfleet {b.fleet}\t{b.created_at}")
         return ExitCode.OK
-    restored = profiles.restore_profile(root, args.backup)
+    info, given_back = restoring.restore(root, args.backup)
+    owned = f"fleet {info.fleet!r} owns it again ({given_back} inventory record(s) restored)" if info.fleet else "no fleet"
     print(
-        f"Restored {restored}. It is still marked as owned by its fleet: keep it in the manifests, "
-        "or the next apply lists it as an orphan."
+        f"Restored {profiles.profile_dir(root, info.name)}; {owned}. Keep it in the manifests and apply: "
+        "it converges without --adopt (left out of them, the next apply lists it as an orphan)."
     )
     return ExitCode.OK

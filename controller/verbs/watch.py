@@ -46,7 +46,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         log.event(
             "started",
             home=str(root),
-            source=getattr(source, "url", None) or " ".join(args.files or []),
+            source=watching.source_label(source),
             mode="self-heal" if options.self_heal else "report",
             interval=options.interval,
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller.adapters import fsio, profiles
-from controller.errors import ConflictError, HermesStateError, UsageError
+from controller.errors import ConflictError, ContainmentError, HermesStateError, UsageError
 
 ENV_HEADER_LINES = [
     "# Per-profile secrets for this Hermes profile.",
@@ -293,11 +293,11 @@ def test_profile_symlink_outside_root_is_refused(hermes_root: Path, tmp_path: Pa
     (hermes_root / "profiles").mkdir()
     os.symlink(outside, hermes_root / "profiles" / "evil")
 
-    with pytest.raises(HermesStateError):
+    with pytest.raises(ContainmentError):
         profiles.backup_profile(hermes_root, "evil", fleet="f")
-    with pytest.raises(HermesStateError):
+    with pytest.raises(ContainmentError):
         profiles.create_profile(hermes_root, "evil")
-    with pytest.raises(HermesStateError):
+    with pytest.raises(ContainmentError):
         profiles.create_profile(hermes_root, "twin", clone_from="evil")
     assert sorted(os.listdir(outside)) == ["precious"]
     assert os.path.islink(hermes_root / "profiles" / "evil")
@@ -307,17 +307,22 @@ def test_profiles_dir_symlink_outside_root_is_refused(hermes_root: Path, tmp_pat
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     os.symlink(outside, hermes_root / "profiles")
-    with pytest.raises(HermesStateError):
+    with pytest.raises(ContainmentError):
         profiles.create_profile(hermes_root, "bot1")
-    with pytest.raises(HermesStateError):
+    with pytest.raises(ContainmentError):
         profiles.live_profiles(hermes_root)
     assert os.listdir(outside) == []
 
 
-def test_symlink_inside_root_is_allowed(hermes_root: Path) -> None:
+def test_a_profile_linked_to_another_profile_is_listed_but_never_written(hermes_root: Path) -> None:
+    """Hermes lists a linked profile; hermes-fleet never backs it up or writes through it (containment)."""
     real = profiles.create_profile(hermes_root, "real")
     os.symlink(real, hermes_root / "profiles" / "alias")
     assert profiles.live_profiles(hermes_root) == ["alias", "real"]
+    before = sorted(os.listdir(real))
+    with pytest.raises(ContainmentError):
+        profiles.backup_profile(hermes_root, "alias", fleet="f")
+    assert sorted(os.listdir(real)) == before and os.path.islink(hermes_root / "profiles" / "alias")
 
 
 # --- backup / restore ------------------------------------------------------------------------
@@ -351,15 +356,17 @@ def test_restore_round_trip(hermes_root: Path) -> None:
     path = profiles.create_profile(hermes_root, "bot1")
     (path / "SOUL.md").write_text("me")
     before = listing(path)
-    backup = profiles.backup_profile(hermes_root, "bot1", fleet="prod")
+    records = {"bot/bot1": {"applied": {"meta:title": "Bot One"}}}
+    backup = profiles.backup_profile(hermes_root, "bot1", fleet="prod", records=records)
 
     restored = profiles.restore_profile(hermes_root, backup.name)
 
-    assert restored == path
+    assert (restored.name, restored.fleet, restored.records) == ("bot1", "prod", records)
     assert listing(path) == before
     assert (path / "SOUL.md").read_text() == "me"
+    assert profiles.list_backups(hermes_root) == [], "a restored backup is no longer listed"
+    profiles.discard_backup(restored)
     assert not backup.exists()
-    assert profiles.list_backups(hermes_root) == []
 
 
 def test_restore_refuses_when_profile_exists(hermes_root: Path) -> None:

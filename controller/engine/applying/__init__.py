@@ -75,8 +75,8 @@ def apply_plan(
             try:
                 bots.apply_object(root, change, inputs)
                 report(Outcome(change, True))
-            except (ControllerError, OSError) as exc:
-                report(Outcome(change, False, cause(exc)))
+            except ControllerError as exc:  # the adapters map every OSError onto the error tree
+                report(Outcome(change, False, str(exc)))
                 failed_bots.add(change.name)
     for bot, batch in routine_batches.items():
         if result.abandoned:
@@ -88,16 +88,11 @@ def apply_plan(
         try:
             routines.apply_routines(root, bot, batch, inputs)
             outcomes = [Outcome(change, True) for change in batch]
-        except (ControllerError, OSError) as exc:
-            outcomes = [Outcome(change, False, cause(exc)) for change in batch]
+        except ControllerError as exc:
+            outcomes = [Outcome(change, False, str(exc)) for change in batch]
         for outcome in outcomes:
             report(outcome)
     if room_changes and not result.abandoned:
         rooms.apply_rooms(root, room_changes, inputs, gateway, failed_bots, lambda c, ok, error: report(Outcome(c, ok, error)))
     return result
 
-
-def cause(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.filename}: {exc.strerror}"
-    return str(exc)

@@ -6,22 +6,21 @@ re-read just before it is written, so a concurrent Hermes writer loses nothing.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import configfile, envfile, fsio, profilemeta, profiles, sessions
+from controller.adapters import configfile, envfile, fsio, home, profilemeta, profiles, sessions
 from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir
 from controller.core import jobs
-from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_key
+from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_key, routine_parts, split_key
 from controller.core.planning.bots import applied_record, clear_value, desired_fields, install_fields, owned_by
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
 from controller.hermes.env import PROFILE_ENV_HEADER
+from controller.manifests import references
 from controller.manifests.desired import DesiredBot
 
 META_NEVER_WRITE = ("image", "pet", "chat")  # docs/hermes/bot-mode.md#never-write
@@ -33,14 +32,19 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs) -> None:
     obs = inputs.observed
     fleet = inputs.state.fleet
     if change.kind is Kind.INSTALL:
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fsio.make_dirs(root, mode=0o700)
+        home.check_profile(root, DEFAULT_PROFILE)
         desired = install_fields(inputs.state, obs.env_values.get("", {}))
         write_fields(root, change.fields, desired, bot=None)
         record(inventory, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated")
         return
     name = change.name
+    if change.action is not Action.CREATE:
+        home.check_profile(root, name)  # containment, checked again right before the writes
     if change.action is Action.DELETE:
-        profiles.backup_profile(root, name, fleet=fleet)
+        # The backup keeps the bot's and its routines' inventory entries: restore gives them back.
+        records = {k: v for k, v in inventory.objects.items() if owned_with(k, name)}
+        profiles.backup_profile(root, name, fleet=fleet, records=records)
         inventory.objects.pop(bot_key(name), None)
         return
     if change.action is Action.RELEASE:
@@ -60,13 +64,19 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs) -> None:
             extra_files={inventory_file.MARKER: inventory_file.marker_text(fleet, name)},
         )
     elif name == DEFAULT_PROFILE:
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fsio.make_dirs(root, mode=0o700)
     elif change.action is Action.ADOPT or inventory_file.read_marker(root, name) is None:
         inventory_file.write_marker(path, fleet, name)
     desired = desired_fields(bot, obs.env_values.get(name, {}), obs.avatars.get(name))
     write_fields(path, change.fields, desired, bot=bot)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted"}.get(change.action, "updated")
     record(inventory, bot_key(name), desired, obs.secret_keys.get(name, frozenset()), verb)
+
+
+def owned_with(key: str, bot: str) -> bool:
+    """The inventory entries that belong to a bot: its own and its routines'."""
+    kind, name = split_key(key)
+    return (kind == "bot" and name == bot) or (kind == "routine" and routine_parts(name)[0] == bot)
 
 
 def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
@@ -203,12 +213,11 @@ def _write_avatar(path: Path, image: str | None) -> None:
     assets = path / "assets"
     keep = None
     if image is not None:
-        data = Path(image).read_bytes()
+        data = references.read_image(image)
         ext = image_extension(data[:16]) or "png"
-        assets.mkdir(exist_ok=True)
+        fsio.make_dirs(assets)
         fsio.atomic_write_bytes(assets / f"avatar.{ext}", data, mode=0o644)
         keep = f"avatar.{ext}"
     for other in (f"avatar.{e}" for e in AVATAR_EXTENSIONS):
         if other != keep:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(assets / other)
+            fsio.remove(assets / other)

@@ -11,10 +11,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import fsio, profilemeta
+from controller.adapters import fsio, home, profilemeta
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
-from controller.adapters.home import profile_dir
 from controller.core.inventory import room_key
 from controller.core.rooms import (
     MEMBERS_METHOD,
@@ -62,7 +61,7 @@ def apply_rooms(
                 report(change, True, "")
             except gw.GatewayOutcomeUnknown as exc:
                 report(change, False, f"{exc}; not retried: the next plan reads the room and finishes the job")
-            except (ControllerError, OSError) as exc:
+            except ControllerError as exc:  # the adapters map every OSError onto the error tree
                 report(change, False, str(exc))
     finally:
         if session is not None:
@@ -71,7 +70,7 @@ def apply_rooms(
 
 def write_groups(root: Path, edit: GroupEdit, retries: int = 3) -> None:
     """Read-modify-write the bot's profile.yaml: only `groups`/`group` change, revision bumped."""
-    path = profile_dir(root, edit.bot)
+    path = home.check_profile(root, edit.bot)  # containment: profile.yaml stays in the bot's profile
     if not path.is_dir():
         return
     target = path / "profile.yaml"

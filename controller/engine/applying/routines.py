@@ -6,9 +6,8 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import cronstore
+from controller.adapters import cronstore, home
 from controller.adapters import inventory as inventory_file
-from controller.adapters.home import profile_dir
 from controller.core import jobs
 from controller.core.inventory import routine_key
 from controller.core.types import Action, Inputs, ObjectChange
@@ -40,7 +39,7 @@ def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inpu
     desired_bot = inputs.state.bots.get(bot)
     by_title = {r.name: r for r in (desired_bot.routines if desired_bot else ())}
     now = now_in(inputs.observed.timezones.get(bot))
-    path = profile_dir(root, bot)
+    path = home.check_profile(root, bot)  # the cron store stays inside the bot's own profile
     for change in batch:
         if change.action is Action.CREATE or (
             change.action in (Action.UPDATE, Action.ADOPT) and any(f.key == "workdir" for f in change.fields)
