@@ -264,8 +264,13 @@ VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None]
 def _report_error(exc: ControllerError, args: argparse.Namespace | None) -> None:
     diagnostics = getattr(exc, "diagnostics", None)
     if diagnostics:
-        for diag in diagnostics:
+        from controller.diagnostics import capped, omitted_line
+
+        shown, omitted = capped(diagnostics)
+        for diag in shown:
             print(diag.render(), file=sys.stderr)
+        if omitted:
+            print(omitted_line(omitted), file=sys.stderr)
         errors = sum(1 for d in diagnostics if d.severity == "error")
         print(f"hermes-fleet: {errors} error(s) in the manifests; nothing was changed", file=sys.stderr)
         return

@@ -1,15 +1,19 @@
 """Diagnostics: one finding about the manifests, pinned to a file, line, column and field path.
 
 Produced by loading and validating, rendered by reporting (text, json, github, junit). A
-diagnostic message says what is wrong; its hint says what to do.
+diagnostic message says what is wrong; its hint says what to do. Every output shows at most
+MAX_SHOWN of them (the first, in file and line order) and then says how many more there are, so
+one file with 100,000 mistakes cannot flood a terminal or a CI log.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+MAX_SHOWN = 1000
 
 
 @dataclass(frozen=True)
@@ -39,12 +43,23 @@ class Diagnostic:
         return asdict(self)
 
 
+def capped(diagnostics: Sequence[Diagnostic], limit: int = MAX_SHOWN) -> tuple[Sequence[Diagnostic], int]:
+    """(the diagnostics to show, how many more there are)."""
+    return diagnostics[:limit], max(0, len(diagnostics) - limit)
+
+
+def omitted_line(omitted: int) -> str:
+    return f"... and {omitted:,} more diagnostic(s) not shown; fix the ones above and validate again"
+
+
 def format_path(loc: tuple[object, ...]) -> str:
-    """('spec', 'bots', 2, 'title') -> 'spec.bots[2].title'"""
+    """('spec', 'bots', 2, 'title') -> 'spec.bots[2].title'; a key with a control character (or any
+    other unprintable one) is shown as its repr, so it cannot steer a terminal or break an output."""
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            text = str(part)
+            out += ("." if out else "") + (text if text.isprintable() else repr(text))
     return out

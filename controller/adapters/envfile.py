@@ -16,17 +16,7 @@ from pathlib import Path
 
 from controller.adapters import fsio
 from controller.errors import HermesStateError, RefusedValue
-from controller.hermes.env import CREDENTIAL_SUFFIXES, ENV_NAME_DENYLIST, ENV_NAME_RE
-
-# python-dotenv expands `${NAME}` / `${NAME:-default}` in every value, quoted or not, and has no
-# escape for it: such a value can not be stored so that Hermes reads it back unchanged.
-_INTERPOLATION_RE = re.compile(r"\$\{[^}:]*(?::-[^}]*)?\}")
-
-# Hermes' sanitiser splits a line that starts with a known `KEY=` at every other known `KEY=`
-# inside it (`_sanitize_env_lines`). Every known key in 0.19 has this shape; a value holding one
-# is refused unless whitespace / `://` / `?` / `&` before it marks the value as "structured".
-_EMBEDDED_KEY_RE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+=")
-_STRUCTURED_MARKERS = ("://", "?", "&")
+from controller.hermes.env import quote_value, value_problem
 
 # --- python-dotenv 1.2 grammar (dotenv/parser.py), re-stated as patterns ---------------------
 _LEADING_WS = re.compile(r"\s*")
@@ -127,48 +117,12 @@ def _chunks(text: str) -> Iterator[_Chunk]:
         pos = end
 
 
-def quote_value(value: str) -> str:
-    """The value as Hermes' `_quote_env_value` writes it (double quotes only when needed)."""
-    if value == "":
-        return value
-    needs_quotes = "#" in value or '"' in value or "'" in value or value != value.strip() or any(ch.isspace() for ch in value)
-    if not needs_quotes:
-        return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def check_entry(key: str, value: str) -> None:
-    """Raise RefusedValue when Hermes could not store `value` under `key` and read it back intact."""
-    if not ENV_NAME_RE.match(key):
-        raise RefusedValue(f"invalid environment variable name {key!r}")
-    if key in ENV_NAME_DENYLIST:
-        raise RefusedValue(f"{key} may not be set in a Hermes .env (Hermes refuses it too)")
-    if "\n" in value or "\r" in value:
-        raise RefusedValue(f"the value of {key} contains a line break; a .env value must be one line")
-    if "\x00" in value:
-        raise RefusedValue(f"the value of {key} contains a NUL byte")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise RefusedValue(f"the value of {key} is not valid Unicode text") from exc
-    if key.endswith(CREDENTIAL_SUFFIXES) and not value.isascii():
-        raise RefusedValue(f"the value of {key} has non-ASCII characters, which Hermes strips from credentials")
-    if _INTERPOLATION_RE.search(value):
-        raise RefusedValue(f"the value of {key} contains '${{...}}', which Hermes' .env loader would expand")
-    if value.endswith("\\") and quote_value(value) != value:
-        # `"...\\"`: python-dotenv's quoted-value pattern takes `\"` as an escaped quote and reads
-        # on into the next lines, swallowing them (seen with the real Hermes 0.19 loader).
-        raise RefusedValue(f"the value of {key} needs quotes and ends with a backslash, which Hermes misreads")
-    match = _EMBEDDED_KEY_RE.search(value)
-    # Quoting only adds `"` and `\\`, so testing the raw value's prefix is the same test Hermes runs.
-    if match and not _is_structured(value[: match.start()]):
-        raise RefusedValue(
-            f"the value of {key} contains {match.group(0)!r}, which Hermes' .env sanitiser could split into a separate variable"
-        )
-
-
-def _is_structured(prefix: str) -> bool:
-    return any(marker in prefix for marker in _STRUCTURED_MARKERS) or any(ch.isspace() for ch in prefix)
+    """Raise RefusedValue when Hermes could not store `value` under `key` and read it back intact
+    (the rules are Hermes facts, in controller.hermes.env; validation runs the same on literals)."""
+    problem = value_problem(key, value)
+    if problem is not None:
+        raise RefusedValue(problem)
 
 
 def format_line(key: str, value: str) -> str:

@@ -4,12 +4,18 @@ Parsing uses ruamel.yaml's C composer when available (YAML 1.2 core schema), the
 constructor, which rejects duplicate keys, bounds alias expansion and nesting depth, and keeps the
 node tree so any field path can be located later. Called by validation; touches only the
 manifest files it is given (and stdin for `-f -`).
+
+Every input is bounded (docs/manifest.md#limits): a file is checked to be a regular file of at most
+MAX_FILE_BYTES before it is read (a FIFO or a device is refused, never read), and each value while
+it is built: integers within 64 bits (checked before Python converts the digits), finite floats,
+strings of at most MAX_STRING characters, lists and maps of at most MAX_ITEMS entries.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import re
 import sys
@@ -18,11 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller import bounded
 from controller.diagnostics import Diagnostic
 from controller.errors import UsageError
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 64
+MAX_STRING = 1_000_000  # characters in one string (a key or a value)
+MAX_ITEMS = 100_000  # entries in one list or map
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # what YAML, JSON and Hermes' readers all carry exactly
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "<stdin>"
 
@@ -48,18 +58,20 @@ class Document:
     data: Any
     node: Any = field(repr=False)
     base_dir: Path
+    _index: dict[int, Any] = field(default_factory=dict, repr=False)  # big mappings' keys (see _step)
 
     def locate(self, loc: Iterable[object]) -> tuple[int, int]:
         """1-based (line, column) of the deepest node on the path `loc`."""
-        return locate_node(self.node, tuple(loc))
+        return locate_node(self.node, tuple(loc), self._index)
 
 
 class _LoadProblem(Exception):
-    def __init__(self, message: str, node: Any = None, hint: str = "") -> None:
+    def __init__(self, message: str, node: Any = None, hint: str = "", code: str = "yaml") -> None:
         super().__init__(message)
         self.message = message
         self.node = node
         self.hint = hint
+        self.code = code
 
 
 # --- finding files ---------------------------------------------------------------------------
@@ -134,31 +146,51 @@ def _read_text(name: str) -> str:
         data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
     else:
         try:
-            size = os.stat(name).st_size
-            if size > MAX_FILE_BYTES:
-                raise _FileProblem(
-                    f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
-                    hint="split the fleet into several files or folders",
-                    code="too_large",
-                )
-            with open(name, "rb") as handle:
-                data = handle.read(MAX_FILE_BYTES + 1)
+            data = bounded.read_bytes(name, MAX_FILE_BYTES)  # stat first: a FIFO or a device is never read
+        except bounded.TooLarge as exc:
+            raise _FileProblem(
+                f"file is {exc.size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
+                hint="split the fleet into several files or folders",
+                code="too_large",
+            ) from None
+        except bounded.NotRegular as exc:
+            raise _FileProblem(
+                f"this is {exc.kind}, not a regular file; nothing was read from it",
+                hint="pass manifest files (or folders of them) with -f; use -f - to read a stream from stdin",
+            ) from None
         except OSError as exc:
             raise _FileProblem(f"cannot read the file: {exc.strerror}", hint="check the path and permissions") from None
     if len(data) > MAX_FILE_BYTES:
         raise _FileProblem(
             f"input is over the {MAX_FILE_BYTES:,}-byte limit", code="too_large", hint="split the fleet into several files"
         )
-    if b"\x00" in data:
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line, column = _byte_position(data, nul)
         raise _FileProblem(
-            "this is a binary file, not YAML (it contains NUL bytes)", code="binary", hint="pass only manifest files with -f"
+            "this is a binary file, not YAML (it contains NUL bytes)",
+            code="binary",
+            hint="pass only manifest files with -f",
+            line=line,
+            column=column,
         )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        line, column = _byte_position(data, exc.start)
         raise _FileProblem(
-            f"not UTF-8 text (bad byte at offset {exc.start})", code="encoding", hint="save the file as UTF-8"
+            f"not UTF-8 text (bad byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            code="encoding",
+            hint="save the file as UTF-8",
+            line=line,
+            column=column,
         ) from None
+
+
+def _byte_position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a byte offset; the column counts the bytes of that line."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    return data.count(b"\n", 0, offset) + 1, offset - start + 1
 
 
 @contextlib.contextmanager
@@ -203,7 +235,7 @@ def _parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
                 data = _construct(node, budget, depth=0, active=set())
             except _LoadProblem as exc:
                 line, column = _mark(exc.node) if exc.node is not None else (0, 0)
-                raise _FileProblem(exc.message, hint=exc.hint, code="yaml", line=line, column=column) from None
+                raise _FileProblem(exc.message, hint=exc.hint, code=exc.code, line=line, column=column) from None
             if data is None:
                 continue
             documents.append(Document(source, index, data, node, base_dir))
@@ -316,9 +348,11 @@ def _construct(node: Any, budget: _Budget, depth: int, active: set[int]) -> Any:
     if depth > MAX_DEPTH:
         raise _LoadProblem(f"nesting is deeper than {MAX_DEPTH} levels", node, hint="flatten the document")
     kind = node.id
+    if len(node.value) > (MAX_STRING if kind == "scalar" else MAX_ITEMS):
+        _too_big(node)
     if kind == "scalar":
         if node.ctag is _DEFAULT_TAGS[0]:  # the common case, without turning the Tag into text
-            return _resolve_plain(node.value) if not node.style else node.value
+            return _resolve_plain(node.value, node) if not node.style else node.value
         return _scalar(node)
     if id(node) in active:
         raise _LoadProblem(
@@ -342,6 +376,8 @@ def _mapping(node: Any, budget: _Budget, depth: int, active: set[int]) -> dict[s
         if key_node.id != "scalar":
             raise _LoadProblem("mapping keys must be plain strings", key_node, hint="quote the key")
         key = key_node.value
+        if len(key) > MAX_STRING:
+            _too_big(key_node)
         if key == "<<" and not key_node.style:
             for source in _merge_sources(value_node):
                 for k, v in _construct(source, budget, depth + 1, active).items():
@@ -378,13 +414,13 @@ def _scalar(node: Any) -> Any:
     value: str = node.value
     tag = node.tag
     if tag == _STR and not node.style:  # plain (unquoted): '' from the C composer, None from Python
-        return _resolve_plain(value)
+        return _resolve_plain(value, node)
     if tag in (_STR, "!", None):
         return value
     if tag == "tag:yaml.org,2002:int" and _INT.match(value):
-        return int(value)
+        return _integer(value, 10, node)
     if tag == "tag:yaml.org,2002:float" and _FLOAT.match(value):
-        return float(value)
+        return _finite(float(value), value, node)
     if tag == "tag:yaml.org,2002:bool" and value in _BOOL:
         return _BOOL[value]
     if tag == "tag:yaml.org,2002:null":
@@ -395,7 +431,7 @@ def _scalar(node: Any) -> Any:
 _MAYBE_NOT_STR = frozenset("~nNtTfF0123456789+-.")
 
 
-def _resolve_plain(value: str) -> Any:
+def _resolve_plain(value: str, node: Any = None) -> Any:
     """YAML 1.2 core schema for an unquoted scalar (the same rules ruamel.yaml applies)."""
     if value and value[0] not in _MAYBE_NOT_STR:
         return value  # most plain scalars are words: no null, bool or number starts like this
@@ -404,18 +440,60 @@ def _resolve_plain(value: str) -> Any:
     if value in _BOOL:
         return _BOOL[value]
     if _INT.match(value):
-        return int(value)
+        return _integer(value, 10, node)
     if _INT_OCT.match(value):
-        return int(value[2:], 8)
+        return _integer(value[2:], 8, node, value)
     if _INT_HEX.match(value):
-        return int(value[2:], 16)
+        return _integer(value[2:], 16, node, value)
     if _FLOAT.match(value):
-        return float(value)
-    if _INF.match(value):
-        return float("-inf") if value.startswith("-") else float("inf")
-    if _NAN.match(value):
-        return float("nan")
+        return _finite(float(value), value, node)
+    if _INF.match(value) or _NAN.match(value):
+        return _finite(float("nan"), value, node)
     return value
+
+
+# Digits that certainly fit in 64 bits, per base; longer numbers are refused before conversion
+# (Python refuses to convert more than 4,300 decimal digits, and a huge value breaks JSON and Hermes).
+_SAFE_DIGITS = {10: 19, 8: 22, 16: 16}
+
+
+def _integer(digits: str, base: int, node: Any, text: str | None = None) -> int:
+    text = text or digits
+    plain = digits.lstrip("+-").lstrip("0") or "0"
+    if len(plain) <= _SAFE_DIGITS[base]:
+        value = int(digits, base)
+        if INT_MIN <= value <= INT_MAX:
+            return value
+    raise _LoadProblem(
+        f"the number {_clip(text)} is out of range: numbers must lie between {INT_MIN:,} and {INT_MAX:,}",
+        node,
+        hint="quote it if it is meant as text (a version, an id)",
+        code="invalid_value",
+    )
+
+
+def _finite(value: float, text: str, node: Any) -> float:
+    if math.isfinite(value):
+        return value
+    raise _LoadProblem(
+        f"{_clip(text)} is not a finite number (infinity and NaN never compare equal after a round trip)",
+        node,
+        hint="write a finite number, or quote it if it is meant as text",
+        code="invalid_value",
+    )
+
+
+def _too_big(node: Any) -> None:
+    if node.id == "scalar":
+        what, limit = f"a string of {len(node.value):,} characters", f"{MAX_STRING:,}-character"
+    else:
+        kind = "list" if node.id == "sequence" else "map"
+        what, limit = f"a {kind} of {len(node.value):,} entries", f"{MAX_ITEMS:,}-entry"
+    raise _LoadProblem(f"{what} is over the {limit} limit", node, hint="split it up or shorten it", code="invalid_value")
+
+
+def _clip(text: str, width: int = 40) -> str:
+    return repr(text) if len(text) <= width else repr(text[: width - 3]) + f"... ({len(text):,} characters)"
 
 
 # --- locating --------------------------------------------------------------------------------
@@ -426,11 +504,15 @@ def _mark(node: Any) -> tuple[int, int]:
     return mark.line + 1, mark.column + 1
 
 
-def locate_node(node: Any, loc: tuple[object, ...]) -> tuple[int, int]:
-    """Walk `loc` through the node tree; return the deepest position reached (key position for keys)."""
+def locate_node(node: Any, loc: tuple[object, ...], index: dict[int, Any] | None = None) -> tuple[int, int]:
+    """Walk `loc` through the node tree; return the deepest position reached (key position for keys).
+
+    `index` (one per document) caches the keys of every mapping walked through, so locating each of
+    N diagnostics in one big mapping costs O(1) instead of a scan of its N keys (O(N^2) in all).
+    """
     position = _mark(node)
     for part in loc:
-        step = _step(node, part)
+        step = _step(node, part, {} if index is None else index)
         if step is None:
             break
         key_node, node = step
@@ -438,24 +520,31 @@ def locate_node(node: Any, loc: tuple[object, ...]) -> tuple[int, int]:
     return position
 
 
-def _step(node: Any, part: object) -> tuple[Any, Any] | None:
+def _step(node: Any, part: object, index: dict[int, Any]) -> tuple[Any, Any] | None:
     if node.id == "sequence" and isinstance(part, int):
         return (None, node.value[part]) if 0 <= part < len(node.value) else None
     if node.id != "mapping":
         return None
-    for key_node, value_node in node.value:
-        if key_node.id == "scalar" and key_node.value == part:
-            return key_node, value_node
-    for key_node, value_node in node.value:  # keys that arrived through a '<<' merge
-        if key_node.id == "scalar" and key_node.value == "<<" and not key_node.style:
-            if value_node.id == "mapping":
-                sources = [value_node]
-            elif value_node.id == "sequence":
-                sources = [item for item in value_node.value if item.id == "mapping"]
-            else:
+    cached = index.get(id(node))
+    if cached is None:
+        keys: dict[object, tuple[Any, Any]] = {}
+        merged: list[Any] = []  # mappings whose keys arrived through a '<<' merge
+        for key_node, value_node in node.value:
+            if key_node.id != "scalar":
                 continue
-            for source in sources:
-                found = _step(source, part)
-                if found is not None:
-                    return found
+            if key_node.value == "<<" and not key_node.style:
+                if value_node.id == "mapping":
+                    merged.append(value_node)
+                elif value_node.id == "sequence":
+                    merged.extend(item for item in value_node.value if item.id == "mapping")
+            keys.setdefault(key_node.value, (key_node, value_node))
+        cached = index[id(node)] = (keys, merged)
+    keys, merged = cached
+    found = keys.get(part)
+    if found is not None:
+        return found
+    for source in merged:
+        found = _step(source, part, index)
+        if found is not None:
+            return found
     return None

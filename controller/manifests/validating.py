@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 import re
 import typing
 from collections import defaultdict
@@ -19,11 +20,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
 from controller.diagnostics import Diagnostic, format_path
 from controller.hermes import DEFAULT_PROFILE, image_extension, naming, schedules
+from controller.hermes.env import value_problem as env_value_problem
 from controller.manifests import desired as d
 from controller.manifests.loading import Document
 from controller.manifests.models import (
@@ -59,6 +62,8 @@ DOCUMENT_CLASSES: dict[str, type[BaseModel]] = {
 MIN_ROUTINE_GAP_MINUTES = 5
 MAX_SOUL_BYTES = 1_000_000
 MAX_IMAGE_BYTES = 2_000_000
+MAX_ENV_VALUE_BYTES = 64 * 1024  # one environment variable (a from_file secret has the same bound)
+MAX_SUGGESTIONS = 1000  # "did you mean" hints per run (the outputs show at most diagnostics.MAX_SHOWN)
 BOT_COVERED = ("model", "toolsets", "skills", "mcp_servers", "tts", "checkpoints", "bot_peers")
 INSTALL_COVERED = (
     "checkpoints",
@@ -204,7 +209,7 @@ def _check_schema(doc: Document, report: _Report) -> BaseModel | None:
         return cls.model_validate(data)
     except ValidationError as exc:
         for item in _clean_errors(exc, data):
-            loc, message, hint, code = _explain(item, cls)
+            loc, message, hint, code = _explain(item, cls, suggest=len(report.items) < MAX_SUGGESTIONS)
             report.error((doc, loc), message, hint, code)
         return None
 
@@ -237,13 +242,15 @@ def _clean_errors(exc: ValidationError, data: Any) -> list[dict[str, Any]]:
     return [e for e in out if not (e["loc"] in deeper and e["type"].endswith(("_type", "_parsing")))]
 
 
-def _explain(err: dict[str, Any], cls: type[BaseModel]) -> tuple[tuple[object, ...], str, str, str]:
+def _explain(err: dict[str, Any], cls: type[BaseModel], *, suggest: bool = True) -> tuple[tuple[object, ...], str, str, str]:
     loc = err["loc"]
     kind = err["type"]
     field_name = str(loc[-1]) if loc else ""
     if kind == "extra_forbidden":
         allowed = _fields_at(cls, loc[:-1])
-        guess = difflib.get_close_matches(field_name, allowed, n=1, cutoff=0.6) if allowed else []
+        # "did you mean" is a fuzzy match per key; past MAX_SUGGESTIONS findings (more than are shown)
+        # it would make a file with 100,000 unknown keys take seconds, so only the field list is given.
+        guess = difflib.get_close_matches(field_name, allowed, n=1, cutoff=0.6) if allowed and suggest else []
         hint = (
             f"did you mean {guess[0]!r}?"
             if guess
@@ -535,6 +542,13 @@ class _Checks:
                 "reference",
             )
         self.check_settings(item, bot, ())
+        if bot.display_name is not None and bot.display_name != bot.display_name.strip():
+            self.report.error(
+                item.at("display_name"),
+                f"display_name {bot.display_name!r} has spaces around it, which Hermes strips",
+                "remove them (else every plan would show the stripped name as a change)",
+                "invalid_value",
+            )
         if bot.soul_file is not None:
             self.check_file(item.at("soul_file"), item.base_dir, bot.soul_file, MAX_SOUL_BYTES, text=True)
         if bot.avatar is not None and bot.avatar.image is not None:
@@ -567,9 +581,19 @@ class _Checks:
                     f"write '{key}: {{from_env: {key}}}' (or from_file) and keep the value out of git",
                     "secret_literal",
                 )
+            elif isinstance(value, SecretRef):
+                self.check_from_file(item.at(*prefix, "env", key, "from_file"), item.base_dir, value)
+            else:
+                self.check_env_literal(item.at(*prefix, "env", key), key, value)
         for name, server in (settings.mcp_servers or {}).items():
+            if server.url is not None:
+                self.check_url_credentials(
+                    item.at(*prefix, "mcp_servers", name, "url"), server.url, "use headers: with a secret reference"
+                )
             for block in ("env", "headers"):
                 for key, value in (getattr(server, block) or {}).items():
+                    if isinstance(value, SecretRef):
+                        self.check_from_file(item.at(*prefix, "mcp_servers", name, block, key, "from_file"), item.base_dir, value)
                     if naming.is_secret_key(key) and not isinstance(value, SecretRef):
                         self.report.error(
                             item.at(*prefix, "mcp_servers", name, block, key),
@@ -589,6 +613,52 @@ class _Checks:
                             "secret_literal",
                         )
         self.check_config(item, settings.config, BOT_COVERED, install=False, prefix=prefix)
+
+    def check_env_literal(self, where: tuple[Document, tuple[object, ...]], key: str, value: object) -> None:
+        """A literal .env value: the same checks the .env writer makes (validate predicts apply)."""
+        entry = d.env_entries({key: value}, "")[key]
+        text = entry.literal or ""
+        if len(text.encode("utf-8")) > MAX_ENV_VALUE_BYTES:
+            self.report.error(
+                where,
+                f"the value of {key} is {len(text.encode('utf-8')):,} bytes, over the {MAX_ENV_VALUE_BYTES:,}-byte limit",
+                "a .env value is one environment variable; keep it short (or put the content in a file)",
+                "invalid_value",
+            )
+            return
+        problem = env_value_problem(key, text)
+        if problem is not None:
+            self.report.error(where, problem, "change the value: Hermes' .env cannot carry it unchanged", "invalid_value")
+
+    def check_from_file(self, where: tuple[Document, tuple[object, ...]], base: Path, ref: SecretRef) -> None:
+        """A relative from_file stays in the manifest's folder (checked on the path: the file itself
+        is read only by apply, on the machine that applies)."""
+        raw = ref.from_file
+        if raw is None or Path(raw).is_absolute():
+            return
+        real = os.path.realpath(base / raw)  # resolves a symlink on the way; reads nothing
+        if os.path.normpath(raw).split(os.sep)[0] == os.pardir or not Path(real).is_relative_to(os.path.realpath(base)):
+            self.report.error(
+                where,
+                f"{raw!r} leads out of the manifest's folder ({base})",
+                "keep the secret file in that folder or below it, or give an absolute path (e.g. /run/secrets/NAME)",
+                "file_outside",
+            )
+
+    def check_url_credentials(self, where: tuple[Document, tuple[object, ...]], url: str, fix: str) -> None:
+        """A URL may not carry a credential: it would be written in config.yaml and shown in every plan."""
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return  # the URL rules report it
+        secret_query = [
+            name
+            for name, _, value in (p.partition("=") for p in parts.query.split("&") if p)
+            if value and naming.is_secret_key(name)
+        ]
+        if "@" in parts.netloc or secret_query:
+            what = "a user name or password" if "@" in parts.netloc else f"the query parameter {secret_query[0]!r}"
+            self.report.error(where, f"the URL carries a credential ({what})", fix, "secret_literal")
 
     def check_config(
         self,
@@ -691,6 +761,13 @@ class _Checks:
                 )
             seen[routine.name] = item
             self.check_schedule(item, routine)
+            if routine.workdir is not None and not Path(routine.workdir).is_absolute():
+                self.report.error(
+                    item.at("workdir"),
+                    f"workdir {routine.workdir!r} is not an absolute path (Hermes runs cron jobs detached from any folder)",
+                    "write the full path, e.g. /srv/acme; it must exist on the machine that applies",
+                    "invalid_value",
+                )
         for bot_name, routines in per_bot.items():
             for item in routines.values():
                 old = item.obj.renamed_from
@@ -818,13 +895,16 @@ class _Checks:
                 "name",
             )
         url = peer.url
-        if not re.match(r"^https?://[^/\s:]+(:\d{1,5})?(/\S*)?$", url):
+        if not re.match(r"^https?://[^/\s:]+(:\d{1,5})?(/\S*)?\Z", url):
             self.report.error(
                 item.at("url"),
                 f"{url!r} is not an http:// or https:// URL with a host",
                 "write it like http://spark.lan:8642",
                 "url",
             )
+        self.check_url_credentials(item.at("url"), url, "give the peer's credential as key: {from_env: NAME}")
+        if peer.key is not None:
+            self.check_from_file(item.at("key", "from_file"), item.base_dir, peer.key)
 
     @staticmethod
     def _suggest(value: str, options: set[str], fallback: str) -> str:

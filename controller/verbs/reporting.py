@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any, TextIO
 from xml.sax.saxutils import escape, quoteattr
 
 from controller.core.types import Plan
-from controller.diagnostics import Diagnostic
+from controller.diagnostics import Diagnostic, capped, omitted_line
 from controller.engine.applying import ApplyResult
 from controller.manifests.validating import ValidationResult
 
@@ -71,11 +72,14 @@ def validation_summary(result: Any) -> dict[str, Any]:
 def validation_text(result: ValidationResult, *, strict: bool, color: bool) -> str:
     p = Palette(color)
     lines = []
-    for diag in result.diagnostics:
+    shown, omitted = capped(result.diagnostics)
+    for diag in shown:
         label = p.red("error") if diag.severity == "error" else p.yellow("warning")
         field = f"{diag.path}: " if diag.path else ""
         hint = f"; {diag.hint}" if diag.hint else ""
         lines.append(f"{p.bold(diag.where)}: {label}: {field}{diag.message}{hint}")
+    if omitted:
+        lines.append(omitted_line(omitted))
     s = validation_summary(result)
     failed = s["errors"] or (strict and s["warnings"])
     verdict = p.red("invalid") if failed else p.green("valid")
@@ -95,13 +99,14 @@ def validation_text(result: ValidationResult, *, strict: bool, color: bool) -> s
 
 def validation_json(result: ValidationResult, *, strict: bool) -> str:
     s = validation_summary(result)
+    shown, omitted = capped(result.diagnostics)
     payload = {
         "schemaVersion": JSON_SCHEMA_VERSION,
         "valid": not (s["errors"] or (strict and s["warnings"])),
         "fleet": result.state.fleet if result.state is not None else None,
         "digest": result.state.digest if result.state is not None else None,
-        "summary": s,
-        "diagnostics": [d.to_json() for d in result.diagnostics],
+        "summary": {**s, "omitted": omitted},  # diagnostics beyond the first MAX_SHOWN
+        "diagnostics": [d.to_json() for d in shown],
     }
     return json.dumps(payload, indent=2) + "\n"
 
@@ -116,7 +121,8 @@ def _gh_escape(text: str, *, prop: bool = False) -> str:
 def validation_github(result: ValidationResult, *, strict: bool) -> str:
     """GitHub Actions workflow commands: one ::error / ::warning annotation per diagnostic."""
     lines = []
-    for diag in result.diagnostics:
+    shown, omitted = capped(result.diagnostics)
+    for diag in shown:
         level = "error" if diag.severity == "error" or strict else "warning"
         props = [f"file={_gh_escape(diag.file, prop=True)}"]
         if diag.line:
@@ -125,35 +131,61 @@ def validation_github(result: ValidationResult, *, strict: bool) -> str:
         message = (f"{diag.path}: " if diag.path else "") + diag.message + (f"; {diag.hint}" if diag.hint else "")
         lines.append(f"::{level} {','.join(props)}::{_gh_escape(message)}")
     s = validation_summary(result)
+    if omitted:
+        lines.append(omitted_line(omitted))
     lines.append(f"hermes-fleet validate: {s['errors']} error(s), {s['warnings']} warning(s) in {s['files']} file(s)")
     return "\n".join(lines) + "\n"
 
 
 def validation_junit(result: ValidationResult, *, strict: bool) -> str:
-    """JUnit XML: one test case per manifest file; each diagnostic is a failure in it."""
+    """JUnit XML: one test case per manifest file; each diagnostic is a failure in it.
+
+    Well-formed whatever the manifests hold: characters XML 1.0 cannot carry at all (control
+    characters, U+FFFE, U+FFFF) are written as `\\xNN` / `\\uNNNN` text before escaping.
+    """
     by_file: dict[str, list[Diagnostic]] = {f: [] for f in result.files}
-    for diag in result.diagnostics:
+    shown, omitted = capped(result.diagnostics)
+    failing = {d.file for d in result.diagnostics if d.severity == "error" or strict}
+    for diag in shown:
         by_file.setdefault(diag.file, []).append(diag)
-    failures = sum(1 for diags in by_file.values() if _fails(diags, strict))
+    failures = sum(1 for file in by_file if file in failing)
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<testsuites name="hermes-fleet validate" tests="{len(by_file)}" failures="{failures}">',
         f'  <testsuite name="hermes-fleet validate" tests="{len(by_file)}" failures="{failures}" errors="0">',
     ]
     for file, diags in by_file.items():
-        out.append(f'    <testcase classname="hermes-fleet.validate" name={quoteattr(file)}>')
+        out.append(f'    <testcase classname="hermes-fleet.validate" name={_xml_attr(file)}>')
         for diag in diags:
             if diag.severity == "error" or strict:
                 out.append(
-                    f"      <failure type={quoteattr(diag.code)} message={quoteattr(diag.message)}>"
-                    f"{escape(diag.render())}</failure>"
+                    f"      <failure type={_xml_attr(diag.code)} message={_xml_attr(diag.message)}>"
+                    f"{_xml_text(diag.render())}</failure>"
                 )
         warnings = [x.render() for x in diags if x.severity == "warning" and not strict]
         if warnings:
-            out.append(f"      <system-out>{escape(chr(10).join(warnings))}</system-out>")
+            out.append(f"      <system-out>{_xml_text(chr(10).join(warnings))}</system-out>")
         out.append("    </testcase>")
-    out += ["  </testsuite>", "</testsuites>"]
+    out += ["  </testsuite>"]
+    if omitted:
+        out.append(f"  <system-out>{_xml_text(omitted_line(omitted))}</system-out>")
+    out += ["</testsuites>"]
     return "\n".join(out) + "\n"
+
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _xml_safe(text: str) -> str:
+    return _XML_INVALID.sub(lambda m: repr(m.group(0))[1:-1], text)
+
+
+def _xml_text(text: str) -> str:
+    return escape(_xml_safe(text))
+
+
+def _xml_attr(text: str) -> str:
+    return quoteattr(_xml_safe(text), {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
 
 
 def _fails(diags: list[Diagnostic], strict: bool) -> bool:
