@@ -8,9 +8,12 @@ ruamel.yaml) are imported inside the verbs so `hermes-fleet --help` starts fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from controller import __version__
@@ -286,17 +289,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(args)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where SIGINT raises KeyboardInterrupt, so both clean up the same way: the
+    write in progress removes its temp file, a half-built profile its staging folder, the locks go."""
+
+
+def _on_sigterm(signum: int, _frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough; a second must not interrupt the cleanup
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():  # e.g. run inside another program's thread
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run a parsed verb; a ControllerError becomes its message and exit code (no traceback)."""
     try:
-        return int(args.func(args))
+        with _sigterm_as_interrupt():
+            return int(args.func(args))
     except ControllerError as exc:
         if args.debug:
             traceback.print_exc()
         _report_error(exc, args)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
-        print("hermes-fleet: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+        print(
+            f"hermes-fleet: interrupted ({name}); every file is either old or new, nothing half-written: "
+            "run the command again to finish",
+            file=sys.stderr,
+        )
+        return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
     except BrokenPipeError:
         return int(ExitCode.OK)

@@ -190,6 +190,38 @@ def live_profiles(root: Path) -> list[str]:
     return names
 
 
+def sweep_leftovers(root: Path, names: Collection[str]) -> list[Path]:
+    """Remove what a killed hermes-fleet run left (SIGKILL, power loss; SIGTERM and SIGINT clean up
+    themselves): its staging folders in `profiles/`, and its temp files (`.<name>.hf<pid>.<random>.tmp`,
+    fsio) in every folder it writes: the root profile, the given profiles, `.hermes-fleet/` and
+    its inventory and backups. Only under the apply lock, and only leftovers of a dead process
+    (fsio.dead_pid); a folder that is a symlink is not entered."""
+    root = Path(root)
+    removed = sweep_staging(root)
+    state = state_dir(root)
+    folders = [root, root / "cron", root / "assets", state, state / "inventory", state / BACKUPS_DIR]
+    for name in sorted(set(names) - {DEFAULT_PROFILE}):
+        if PROFILE_NAME_RE.match(name):
+            base = root / PROFILES_DIR / name
+            folders += [base, base / "cron", base / "assets"]
+    backups = state / BACKUPS_DIR
+    if backups.is_dir() and not os.path.islink(backups) and not os.path.islink(state):
+        folders += [Path(e.path) for e in os.scandir(backups) if e.is_dir(follow_symlinks=False)]
+    for folder in folders:
+        if _no_link_below(root, folder):
+            removed += fsio.sweep_temp_files(folder)
+    return removed
+
+
+def _no_link_below(root: Path, path: Path) -> bool:
+    current = root
+    for part in path.relative_to(root).parts:
+        current = current / part
+        if os.path.islink(current):
+            return False
+    return True
+
+
 # --- create --------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
-from controller.adapters import locking
+from controller.adapters import locking, profiles
 from controller.core import planning
 from controller.core.types import Inputs, Options, Plan, RunResult
 from controller.engine import applying, observing, records
@@ -73,6 +73,9 @@ def apply_once(
             on_conflict(early)
         raise conflict_error(early)
     with locking.apply_lock(root, timeout=lock_timeout):
+        # Under the lock no other hermes-fleet run writes here: a temp file or staging folder of a
+        # dead process is debris of a killed run (docs/reliability.md#leftovers).
+        swept = profiles.sweep_leftovers(root, set(state.bots) | set(early.inputs.inventory.owned_bots()))
         planned = plan_home(root, state, files, options=options, gateway=gateway)
         if planned.plan.conflicts:
             if on_conflict:
@@ -81,6 +84,7 @@ def apply_once(
         if before_apply:
             before_apply(planned)
         results = applying.apply_plan(root, planned.plan, planned.inputs, gateway=gateway, should_stop=should_stop)
+        results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=revision)
     return planned, results
 

@@ -311,6 +311,7 @@ def plan_json(plan: Plan, *, home: str, results: ApplyResult | None = None, kind
             for o in results.outcomes
         ]
         payload["summary"]["failed"] = len(results.failed)
+        payload["swept"] = results.swept
     return json.dumps(payload, indent=2, default=str) + "\n"
 
 
@@ -320,6 +321,8 @@ _DONE = {"create": "created", "update": "updated", "adopt": "adopted", "delete":
 def apply_text(results: ApplyResult, *, color: bool, not_applied: int = 0) -> str:
     p = Palette(color)
     lines = []
+    if results.swept:
+        lines.append(p.dim(f"removed {len(results.swept)} leftover(s) of an interrupted run: {', '.join(results.swept)}"))
     for o in results.outcomes:
         label = f"{o.change.kind}/{o.change.name}"
         if o.ok:

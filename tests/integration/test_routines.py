@@ -293,16 +293,30 @@ def test_a_workdir_hermes_would_refuse_fails_that_bot_and_writes_nothing(home: P
     )
     ok(apply(manifest, home))
     before = store(home, "alpha").read_bytes()
-    manifest = fleet(
+    beta_before = store(home, "beta").read_bytes()
+    # A relative workdir is wrong on every machine: validation refuses it, nothing is written.
+    relative = fleet(
         manifests,
         {
             "alpha": [{"name": "A", "schedule": "every 1h", "prompt": "a", "workdir": "relative/path"}],
             "beta": [{"name": "B", "schedule": "every 1h", "prompt": "b2"}],
         },
     )
-    run = apply(manifest, home)
+    run = apply(relative, home)
+    assert run.code == 2, run.text
+    assert "is not an absolute path" in run.err and "nothing was changed" in run.err
+    assert store(home, "alpha").read_bytes() == before and store(home, "beta").read_bytes() == beta_before
+    # A folder missing on this machine is known only here: that routine fails, the others converge.
+    missing = fleet(
+        manifests,
+        {
+            "alpha": [{"name": "A", "schedule": "every 1h", "prompt": "a", "workdir": "/nonexistent/hermes-fleet-test"}],
+            "beta": [{"name": "B", "schedule": "every 1h", "prompt": "b2"}],
+        },
+    )
+    run = apply(missing, home)
     assert run.code == 1, run.text
-    assert "must be an absolute path" in run.out
+    assert "is not an existing folder" in run.out
     assert store(home, "alpha").read_bytes() == before
     assert job(home, "beta", "B")["prompt"] == v2("beta", "B", "b2")
 

@@ -571,8 +571,8 @@ HOSTILE = [
         "unsupported YAML tag",
         id="python-tag",
     ),
-    pytest.param(b"\x7fELF\x02\x01\x01\x00\x00\x00", 0, 0, "binary file", id="binary"),
-    pytest.param(b"apiVersion: hermes-fleet/v1\nkind: \xff\xfe\n", 0, 0, "not UTF-8", id="latin1"),
+    pytest.param(b"\x7fELF\x02\x01\x01\x00\x00\x00", 1, 8, "binary file", id="binary"),  # the first NUL
+    pytest.param(b"apiVersion: hermes-fleet/v1\nkind: \xff\xfe\n", 2, 7, "not UTF-8", id="latin1"),  # the bad byte
     pytest.param(b"- just\n- a list\n", 1, 1, "must be a mapping, not a list", id="top-level-list"),
     pytest.param(
         b"apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: acme}\nspec: [1, 2]\n",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import textwrap
 import xml.etree.ElementTree as ET
@@ -115,7 +116,7 @@ def test_warnings_alone_pass_and_strict_makes_them_fail(manifests, capsys) -> No
 # --- json ----------------------------------------------------------------------------------------
 
 DIAGNOSTIC_KEYS = {"severity", "file", "line", "column", "path", "message", "hint", "code"}
-SUMMARY_KEYS = {"files", "documents", "errors", "warnings"}
+SUMMARY_KEYS = {"files", "documents", "errors", "warnings", "omitted"}
 COUNT_KEYS = {"bots", "routines", "sections", "rooms", "peers"}
 
 
@@ -133,6 +134,7 @@ def test_json_shape_when_valid(manifests, capsys) -> None:
         "documents": 1,
         "errors": 0,
         "warnings": 0,
+        "omitted": 0,
         "bots": 2,
         "routines": 1,
         "sections": 0,
@@ -176,8 +178,8 @@ def test_json_reports_file_level_problems(tmp_path: Path, capsys) -> None:
     assert diag == {
         "severity": "error",
         "file": str(path),
-        "line": 0,
-        "column": 0,
+        "line": 1,  # where the first NUL byte is
+        "column": 1,
         "path": "",
         "message": "this is a binary file, not YAML (it contains NUL bytes)",
         "hint": "pass only manifest files with -f",
@@ -231,11 +233,19 @@ def test_github_escapes_newlines_percent_and_property_separators(tmp_path: Path,
 
 
 def test_github_file_level_annotation_has_no_line(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "bin.yaml"
-    path.write_bytes(b"\x00")
+    path = tmp_path / "pipe.yaml"
+    os.mkfifo(path)  # a problem of the whole file: no line to point at
     code, out = run(capsys, "validate", "-o", "github", "-f", str(path))
     assert code == 2
-    assert out.splitlines()[0].startswith(f"::error file={path},title=hermes-fleet binary::")
+    assert out.splitlines()[0].startswith(f"::error file={path},title=hermes-fleet unreadable::")
+
+
+def test_a_binary_file_is_located_at_its_first_nul_byte(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "bin.yaml"
+    path.write_bytes(b"apiVersion: x\nkind: \x00")
+    code, out = run(capsys, "validate", "-o", "github", "-f", str(path))
+    assert code == 2
+    assert out.splitlines()[0].startswith(f"::error file={path},line=2,col=7,title=hermes-fleet binary::")
 
 
 # --- junit -----------------------------------------------------------------------------------------

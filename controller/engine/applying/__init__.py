@@ -29,6 +29,7 @@ class Outcome:
 class ApplyResult:
     outcomes: list[Outcome] = field(default_factory=list)
     abandoned: bool = False  # stopped early on request (SIGTERM); the next apply finishes the job
+    swept: list[str] = field(default_factory=list)  # leftovers of a killed earlier run, removed first
 
     @property
     def failed(self) -> list[Outcome]:
