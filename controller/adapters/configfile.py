@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import io
+import math
 import re
 import threading
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark, MarkedYAMLError, YAMLError
 from ruamel.yaml.representer import RoundTripRepresenter
 from ruamel.yaml.resolver import VersionedResolver
+from ruamel.yaml.scalarfloat import ScalarFloat
 from ruamel.yaml.scalarint import OctalInt
 from ruamel.yaml.tokens import CommentToken
 
@@ -119,6 +121,41 @@ def _represent_octal_11(representer: RoundTripRepresenter, data: OctalInt) -> An
 
 
 _Representer.add_representer(OctalInt, _represent_octal_11)
+
+_PYYAML_FLOAT = re.compile(_PYYAML_IMPLICIT[1][1], re.X)
+
+
+def _represent_float_exact(representer: RoundTripRepresenter, data: float) -> Any:
+    """A float that reads back as the very same float, under PyYAML's rules (Hermes' reader).
+
+    ruamel rebuilds a loaded float from its remembered width and precision, which can change its
+    value (`4.531285637299909e+160` came back as `...908e+160`: a key nobody touched changed, and
+    the plan never converged); and it writes `1e+16`, which PyYAML reads as a string, as
+    `!!float '1e+16'`. Its own text is kept when it is exact; else Python's shortest exact repr,
+    with a dot added to the mantissa (`1.0e+16`) as YAML 1.1 needs.
+    """
+    if isinstance(data, ScalarFloat):
+        node = RoundTripRepresenter.represent_scalar_float(representer, data)
+    else:
+        node = RoundTripRepresenter.represent_float(representer, data)
+    text = str(node.value)
+    try:
+        exact = _PYYAML_FLOAT.match(text) is not None and float(text.replace("_", "")) == float(data)
+    except ValueError:
+        exact = False
+    if exact or not math.isfinite(data):
+        return node
+    digits = repr(float(data))
+    mantissa, e, exponent = digits.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    if e and exponent[0] not in "+-":
+        exponent = "+" + exponent
+    return representer.represent_scalar("tag:yaml.org,2002:float", mantissa + (f"e{exponent}" if e else ""))
+
+
+_Representer.add_representer(float, _represent_float_exact)
+_Representer.add_representer(ScalarFloat, _represent_float_exact)
 
 
 def _make_yaml(indent: tuple[int, int, int] = _HERMES_INDENT) -> YAML:

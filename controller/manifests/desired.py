@@ -94,6 +94,8 @@ class DesiredState:
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     """{'a': {'b.c': 1}} -> {'a.b.c': 1}; lists and atomic subtrees stay whole values."""
     out: dict[str, Any] = {}
+    if value == {} and not prefix:
+        return out  # `config: {}` sets nothing (not a key named "")
     if isinstance(value, dict) and value and not _is_atomic(prefix):
         for key, child in value.items():
             out.update(flatten(child, f"{prefix}{key}." if prefix or key else key))

@@ -1,15 +1,35 @@
-"""What the verbs share: manifests from -f, options and gateway settings from the arguments."""
+"""What the verbs share: manifests from -f, options and gateway settings from the arguments.
+
+Names given on the command line follow the rules names in manifests follow (`check_fleet`,
+`check_host`): `--fleet $'acme\\n'` or `--fleet ../x` is bad input (exit 2), never a file name.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 
 from controller.adapters.gateway import GatewayOptions
 from controller.adapters.home import resolve_root
 from controller.core.types import Options
-from controller.errors import ManifestError
+from controller.errors import ManifestError, UsageError
+from controller.hermes import naming
 from controller.manifests import desired, reading
 from controller.manifests.validating import ValidationResult
+
+HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}\Z")  # models.fleet.HostName
+
+
+def check_fleet(value: str | None, flag: str = "--fleet") -> None:
+    if value is not None and naming.profile_name_problem(value):
+        raise UsageError(f"{flag} {value!r} is not a valid fleet name", hint="use ^[a-z0-9][a-z0-9_-]{0,63}$, as in manifests")
+
+
+def check_host(value: str | None) -> None:
+    if value is not None and HOST_NAME.match(value) is None:
+        raise UsageError(
+            f"--host {value!r} is not a valid host name", hint="use ^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$, as in manifests"
+        )
 
 
 def load(args: argparse.Namespace) -> ValidationResult:
@@ -23,10 +43,12 @@ def load_valid(args: argparse.Namespace) -> ValidationResult:
 
     The desired state is narrowed to this machine's slice when the fleet names hosts (--host).
     """
+    host = getattr(args, "host", None)
+    check_host(host)
     result = load(args)
     if result.errors or result.state is None:
         raise ManifestError(result.diagnostics)
-    result.state = desired.for_host(result.state, reading.selected_host(getattr(args, "host", None), result.state))
+    result.state = desired.for_host(result.state, reading.selected_host(host, result.state))
     return result
 
 

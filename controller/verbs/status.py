@@ -30,6 +30,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         planned = make_plan(args, prune=False, adopt=False)
         fleets = [planned.state.fleet]
     else:
+        common.check_fleet(args.fleet)
         fleets = [args.fleet] if args.fleet else inventory_file.all_fleets(root)
     reports = [fleet_status(root, name, planned, args) for name in fleets]
     watch = read_status(root)
@@ -108,7 +109,10 @@ def object_drift(root: Path, inventory: Inventory, key: str, view: GatewayView |
             return [] if str(applied.get("schedule", "")).startswith("once:") else "cron job is missing"
         return drift.routine_drift(applied, job)
     profile = name if kind == "bot" else DEFAULT_PROFILE
-    live = observing.observe_profile(root, profile, with_bot_chat="botchat" in applied)
+    try:
+        live = observing.observe_profile(root, profile, with_bot_chat="botchat" in applied)
+    except ControllerError as exc:  # e.g. a profile folder that became a symlink: reported, not a crash
+        return f"unreadable: {exc}"
     if not live.exists and profile != DEFAULT_PROFILE:
         return "missing"
     if live.errors:

@@ -9,6 +9,7 @@ from controller.adapters.home import resolve_root, state_dir
 from controller.adapters.sources import GitSource, LocalSource
 from controller.engine import watching
 from controller.errors import ExitCode, UsageError
+from controller.verbs.common import check_fleet, check_host
 
 
 def build_source(args: argparse.Namespace, root: Path) -> LocalSource | GitSource:
@@ -20,6 +21,8 @@ def build_source(args: argparse.Namespace, root: Path) -> LocalSource | GitSourc
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
+    check_fleet(args.fleet)
+    check_host(args.host)
     root = resolve_root(args.home)
     options = watching.Options(
         interval=args.interval,
