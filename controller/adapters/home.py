@@ -145,6 +145,15 @@ def check_inside(path: Path, own: Path, foreign: tuple[Path, ...] = (), *, owner
     )
 
 
+STATE_ENTRIES = ("inventory", "backups", "git", "apply.lock", "watch.lock", "watch-status.json")
+
+
+def check_state(root: Path) -> None:
+    """Refuse (ContainmentError) `.hermes-fleet/` or any of its own entries that is a symlink."""
+    for rel in STATE_ENTRIES:
+        check_state_path(root, state_dir(root) / rel)
+
+
 def check_state_path(root: Path, path: Path) -> None:
     """Refuse any symlink between the home and `path`, a path of our own state under `.hermes-fleet/`."""
     home = _real(root)

@@ -34,6 +34,7 @@ def inventory_path(root: Path, fleet: str) -> Path:
 def read(root: Path, fleet: str) -> dict[str, Any] | None:
     """The inventory document of `fleet` (None when there is none yet)."""
     path = inventory_path(root, fleet)
+    check_state_path(root, path)
     raw = fsio.read_bounded(path)  # unreadable, a FIFO, too large: a HermesStateError naming it
     if raw is None:
         return None

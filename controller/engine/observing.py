@@ -32,7 +32,12 @@ ROOM_PAGE = 500
 
 
 def observe(root: Path, state: DesiredState, inventory: Inventory, gateway: gw.GatewayOptions | None = None) -> Observed:
-    """Everything a plan of `state` looks at, read once (read-only)."""
+    """Everything a plan of `state` looks at, read once (read-only).
+
+    ContainmentError (exit 3, before anything is written) when a profile it reads, or our own state
+    under `.hermes-fleet/`, leads out of where it belongs through a symlink.
+    """
+    home.check_state(root)
     names = set(state.bots) | set(inventory.owned_bots())
     live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots)}
     for name in sorted(names - {DEFAULT_PROFILE}):
