@@ -1,12 +1,13 @@
 """Run `hermes-fleet <argv>` with a fault hook in fsio.WRITE_HOOKS (used as a subprocess by the tests).
 
 Environment:
-  HF_HOOK      none | count | exit | raise | enospc
+  HF_HOOK      none | count | exit | term | raise | enospc
   HF_HOOK_AT   the 1-based write point where `exit` / `raise` / `enospc` fires
   HF_HOOK_LOG  a file that gets one line per write point reached: "<n>\t<target path>\t<sha256 of the
                staged bytes about to be published, or 'dir'>"
 
 `exit` calls os._exit(137) at write point k, before the rename: the process dies as if killed.
+`term` sends the process SIGTERM there (what `systemctl stop` or `kill` sends).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -50,6 +52,8 @@ def hook(target: Path) -> None:
         return
     if MODE == "exit":
         os._exit(137)
+    if MODE == "term":
+        os.kill(os.getpid(), signal.SIGTERM)
     if MODE == "raise":
         raise RuntimeError(f"injected crash at write point {_count} ({target})")
     if MODE == "enospc":

@@ -193,10 +193,39 @@ def test_kill_at_every_write_point(pristine: Pristine, tmp_path: Path, which: in
         outcomes = list(pool.map(lambda k: crash_at(run, tmp_path, k), range(1, n + 1)))
     REPORT[run.name] = {"write_points": n, "outcomes": outcomes}
     (tmp_path / "crash-report.json").write_text(json.dumps(REPORT, indent=1))
-    # Debris is only ever the temp file / staging folder of the write that was killed.
+    # Debris is only ever the temp file / staging folder of the write that was killed, and the next
+    # apply sweeps it: it can prove the debris is a dead hermes-fleet run's own (fsio.dead_pid).
     for outcome in outcomes:
         for item in outcome["debris"]:
             assert item.endswith((".tmp", "/")), outcome
+        assert outcome["debris_after_next_apply"] == [], outcome
+    REPORT[run.name]["killed_with_debris"] = sum(1 for o in outcomes if o["debris"])
+
+
+def term_at(run: Run, scratch: Path, k: int) -> dict[str, Any]:
+    home = scenario.copy_home(run.before, scratch / f"{run.name}-term-k{k}")
+    log = scratch / f"{run.name}-term-k{k}.log"
+    stopped = scenario.run_cli(run.args(home), run.env, hook="term", hook_at=k, log=log)
+    out = stopped.stdout + stopped.stderr
+    assert stopped.returncode == 143, f"write point {k}: exit {stopped.returncode}\n{out}"
+    assert "interrupted (SIGTERM)" in stopped.stderr and "Traceback" not in out, out
+    debris = scenario.leftovers(home)
+    assert debris == [], f"write point {k}: SIGTERM left {debris}"
+    for path in sorted(home.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            scenario.parse_file(path)
+    check_converged(run, home, k)
+    return {"k": k, "point": run.points[k - 1]}
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["first-adopt", "update-prune"])
+def test_sigterm_at_every_write_point_cleans_up_like_sigint(pristine: Pristine, tmp_path: Path, which: int) -> None:
+    """SIGTERM at write point k: the write in progress removes its temp file, a half-built profile its
+    staging folder (exit 143, like SIGINT's cleanup); nothing to sweep, and the next apply converges."""
+    run = reference(runs(pristine)[which], tmp_path)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outcomes = list(pool.map(lambda k: term_at(run, tmp_path, k), range(1, len(run.points) + 1)))
+    assert len(outcomes) == len(run.points)
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["first-adopt", "update-prune"])

@@ -9,6 +9,7 @@ root-proof form of "cannot write here".
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import subprocess
@@ -137,3 +138,154 @@ def test_owner_and_mode_are_kept_on_rewrite(pristine: Pristine, home: Path) -> N
     st = env.stat()
     assert (st.st_uid, st.st_gid, scenario.mode(env)) == (4242, 4343, 0o600)
     assert "PLAIN_SETTING=v2" in env.read_text(encoding="utf-8")
+
+
+# --- every failure is a clean error: what, where, and what to do -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "hint"),
+    [
+        (errno.EROFS, "read-only"),
+        (errno.EACCES, "permission denied"),
+        (errno.EISDIR, "a folder is where a file must be"),
+        (errno.ENOSPC, "the disk is full"),
+        (errno.EDQUOT, "quota"),
+    ],
+    ids=["read-only", "permission-denied", "is-a-directory", "disk-full", "quota"],
+)
+@pytest.mark.parametrize("at", [1, -1], ids=["first-write", "inventory"])
+def test_a_failed_write_names_the_file_and_the_fix(pristine: Pristine, home: Path, code: int, hint: str, at: int) -> None:
+    """Tests run as root, so permission and read-only failures are injected where the write happens."""
+    count = scenario.run_cli(
+        ["apply", "-f", pristine.v2, "--home", scenario.copy_home(home, home.parent / "count"), "--prune"],
+        pristine.env,
+        hook="count",
+        log=home.parent / "count.log",
+    )
+    assert count.returncode == 0
+    points = (home.parent / "count.log").read_text().splitlines()
+    k = len(points) if at == -1 else at
+    target = points[k - 1].split("\t")[1].replace(str(home.parent / "count"), str(home))
+    calls = [0]
+
+    def fail(path: Path) -> None:
+        calls[0] += 1
+        if calls[0] == k:
+            raise OSError(code, os.strerror(code), str(path))
+
+    fsio.WRITE_HOOKS.append(fail)
+    try:
+        run = apply_v2(pristine, home)
+    finally:
+        fsio.WRITE_HOOKS.remove(fail)
+    assert run.code == 1, run.text
+    assert "Traceback" not in run.text
+    assert f"{target}: {os.strerror(code)}" in run.text and hint in run.text, run.text
+    assert scenario.leftovers(home) == []
+    converges(pristine, home)
+
+
+def test_a_lock_file_that_cannot_be_opened_is_a_clean_error(pristine: Pristine, home: Path) -> None:
+    lock = home / ".hermes-fleet" / "apply.lock"
+    lock.unlink()
+    lock.mkdir()
+    before = snapshot(home)
+    run = apply_v2(pristine, home)
+    assert run.code == 1, run.text
+    assert "Traceback" not in run.text
+    assert f"cannot open the lock file {lock}: Is a directory" in run.text and "move the folder away" in run.text, run.text
+    assert snapshot(home) == before
+    lock.rmdir()
+    converges(pristine, home)
+
+
+def _immutable(path: Path) -> bool:
+    return shutil.which("chattr") is not None and subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode == 0
+
+
+def test_a_home_that_cannot_be_written_is_a_clean_error(pristine: Pristine, tmp_path: Path) -> None:
+    """An immutable folder (chattr +i: even root cannot create a file in it) stands in for a read-only home."""
+    empty = tmp_path / "empty-home"
+    empty.mkdir()
+    if not _immutable(empty):
+        pytest.skip("this filesystem does not support chattr +i")
+    try:
+        run = hermes_fleet("apply", "-f", pristine.v1, "--home", empty, "--adopt")
+        assert run.code == 1, run.text
+        assert "Traceback" not in run.text
+        assert f"cannot create the folder {empty / '.hermes-fleet'}: Operation not permitted" in run.text, run.text
+        assert os.listdir(empty) == []
+    finally:
+        subprocess.run(["chattr", "-i", str(empty)], check=True)
+
+
+def test_an_inventory_folder_that_cannot_be_written_keeps_the_old_inventory(pristine: Pristine, home: Path) -> None:
+    folder = home / ".hermes-fleet" / "inventory"
+    old = (folder / "acme.json").read_bytes()
+    if not _immutable(folder):
+        pytest.skip("this filesystem does not support chattr +i")
+    try:
+        run = apply_v2(pristine, home)
+        assert run.code == 1, run.text
+        assert "Traceback" not in run.text
+        assert "cannot write" in run.text and "Operation not permitted" in run.text, run.text
+        assert (folder / "acme.json").read_bytes() == old
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+    assert scenario.leftovers(home) == []
+    converges(pristine, home)
+
+
+@pytest.mark.parametrize("what", ["config-fifo", "inventory-fifo", "secret-fifo", "secret-device", "manifest-fifo"])
+def test_special_files_never_block_a_run(pristine: Pristine, home: Path, tmp_path: Path, what: str) -> None:
+    """A FIFO where a file is read would block a plain open() forever; /dev/zero would never end. Each is
+    refused at once with a message naming it (the subprocess has 60 s; a run takes about one)."""
+    manifest = pristine.v2
+    if what == "config-fifo":
+        (home / "profiles" / "beta" / "config.yaml").unlink()
+        os.mkfifo(home / "profiles" / "beta" / "config.yaml")
+    elif what == "inventory-fifo":
+        (home / ".hermes-fleet" / "inventory" / "acme.json").unlink()
+        os.mkfifo(home / ".hermes-fleet" / "inventory" / "acme.json")
+    elif what == "manifest-fifo":
+        manifest = tmp_path / "pipe.yaml"
+        os.mkfifo(manifest)
+    else:
+        folder = tmp_path / "m"
+        folder.mkdir()
+        for extra in ("alpha-soul.md", "avatar.png"):
+            (folder / extra).write_bytes((pristine.v2.parent / extra).read_bytes())
+        if what == "secret-fifo":
+            os.mkfifo(folder / "token")
+            ref = "token"
+        else:
+            ref = "/dev/zero"
+        doc = json.loads(pristine.v2.read_text(encoding="utf-8"))
+        (alpha,) = [b for b in doc["spec"]["bots"] if b["name"] == "alpha"]
+        alpha["env"]["OPENROUTER_API_KEY"] = {"from_file": ref}
+        manifest = folder / "fleet.yaml"
+        manifest.write_text(json.dumps(doc), encoding="utf-8")
+    for verb in ("plan", "apply"):
+        run = scenario.run_cli([verb, "-f", manifest, "--home", home, "--prune"], pristine.env, timeout=60)
+        out = run.stdout + run.stderr
+        assert "Traceback" not in out
+        if what == "manifest-fifo":
+            assert run.returncode == 2 and "FIFO (named pipe), not a regular file" in out, out
+        elif what == "inventory-fifo":
+            assert run.returncode == 1 and "not a regular file" in out and "acme.json" in out, out
+        else:
+            assert run.returncode == 1, out
+            assert ("config.yaml" if what == "config-fifo" else ref) in out and "not a regular file" in out, out
+
+
+def test_a_file_where_the_backups_folder_must_be_fails_that_bot_only(pristine: Pristine, home: Path) -> None:
+    backups = home / ".hermes-fleet" / "backups"
+    backups.write_text("not a folder\n", encoding="utf-8")
+    run = apply_v2(pristine, home)
+    assert run.code == 1, run.text
+    assert "Traceback" not in run.text
+    assert "bot/delta: failed" in run.text and "a file is where a folder must be" in run.text, run.text
+    assert (home / "profiles" / "delta").is_dir(), "the bot prune could not back up stays where it was"
+    backups.unlink()
+    converges(pristine, home)
