@@ -49,7 +49,9 @@ def refused(pristine: Pristine, home: Path, outside: Path, link: str) -> None:
 
 
 @pytest.mark.parametrize("target", ["legacy", "..", "../.."], ids=["another-profile", "profiles-dir", "the-root"])
-def test_a_managed_profile_folder_that_is_a_symlink_is_refused(pristine: Pristine, home: Path, tmp_path: Path, target: str) -> None:
+def test_a_managed_profile_folder_that_is_a_symlink_is_refused(
+    pristine: Pristine, home: Path, tmp_path: Path, target: str
+) -> None:
     alpha = home / "profiles" / "alpha"
     shutil.move(alpha, tmp_path / "alpha-moved-away")
     alpha.symlink_to(target)
