@@ -410,7 +410,7 @@ def _resolve_fleet(
     g: Gathered, explicit: str | None, report: _Report, documents: list[Document], *, quiet: bool = False
 ) -> str | None:
     names = set(g.fleet_names) | {n for n, _ in g.explicit_fleets}
-    if explicit:
+    if explicit is not None:  # an empty --fleet is a bad name too, not "no name"
         if naming.PROFILE_NAME.match(explicit) is None:
             report.items.append(
                 Diagnostic(

@@ -48,7 +48,7 @@ def refused(pristine: Pristine, home: Path, outside: Path, link: str) -> None:
     COUNTS["refused"] += 1
 
 
-@pytest.mark.parametrize("target", ["legacy", "..", "../.."], ids=["another-profile", "profiles-dir", "the-root"])
+@pytest.mark.parametrize("target", ["legacy", "..", "../.."], ids=["another-profile", "the-root", "outside-the-home"])
 def test_a_managed_profile_folder_that_is_a_symlink_is_refused(
     pristine: Pristine, home: Path, tmp_path: Path, target: str
 ) -> None:

@@ -1,0 +1,74 @@
+"""Credentials in URLs are masked wherever a URL is shown; names on the command line follow the
+rules of names in manifests (a trailing newline, a path, a space: exit 2, nothing created)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from controller.adapters import gateway
+from controller.redact import redact_text, redact_url
+from tests.integration.helpers import hermes_fleet, write_fleet
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://ghp_TOKEN@github.com/acme/fleet.git", "https://***@github.com/acme/fleet.git"),
+        ("https://user:pass@host:8443/x.git", "https://***@host:8443/x.git"),
+        ("http://h/x?access_token=abc&ref=main", "http://h/x?access_token=***&ref=***"),
+        ("ws://127.0.0.1:9119/api/ws?token=t0k", "ws://127.0.0.1:9119/api/ws?token=***"),
+        ("ssh://git@host/fleet.git", "ssh://git@host/fleet.git"),  # a user name, no secret
+        ("ssh://git:pw@host/fleet.git", "ssh://***@host/fleet.git"),
+        ("git@github.com:acme/fleet.git", "git@github.com:acme/fleet.git"),
+        ("file:///srv/fleet.git", "file:///srv/fleet.git"),
+        ("/srv/fleet", "/srv/fleet"),
+    ],
+)
+def test_redact_url(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_redact_text_masks_every_url_inside_a_message() -> None:
+    text = "fatal: unable to access 'https://u:SECRET@h/r.git/': 403; also http://T@x/y"
+    assert redact_text(text) == "fatal: unable to access 'https://***@h/r.git/': 403; also http://***@x/y"
+
+
+def test_gateway_errors_never_show_a_credential_in_the_url() -> None:
+    error = gateway.classify(OSError(111, "Connection refused to ws://u:SECRET@127.0.0.1:1/api/ws"))
+    assert "SECRET" not in str(error) and "***@127.0.0.1" in str(error)
+    with pytest.raises(gateway.GatewayIncompatible) as caught:
+        gateway.ws_url("ftp://u:SECRET@host")
+    assert "SECRET" not in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["acme\n", "../x", "Acme", "a b", ""])
+@pytest.mark.parametrize("verb", ["validate", "plan", "apply", "status", "watch", "export"])
+def test_a_fleet_name_on_the_command_line_follows_the_manifest_rule(tmp_path: Path, verb: str, name: str) -> None:
+    manifest = write_fleet(tmp_path / "m", [{"name": "alpha"}])
+    home = tmp_path / "home"
+    home.mkdir()
+    argv = {
+        "validate": ["validate", "-f", manifest],
+        "plan": ["plan", "-f", manifest, "--home", home],
+        "apply": ["apply", "-f", manifest, "--home", home],
+        "status": ["status", "--home", home],
+        "watch": ["watch", "--once", "-f", manifest, "--home", home],
+        "export": ["export", "--home", home],
+    }[verb]
+    run = hermes_fleet(*argv, "--fleet", name)
+    assert run.code == 2, run.text
+    assert "Traceback" not in run.text
+    assert os.listdir(home) == [], "a bad name created something"
+
+
+@pytest.mark.parametrize("host", ["node\n", "a b", ".x", "x/y", ""])
+def test_a_host_name_on_the_command_line_follows_the_manifest_rule(tmp_path: Path, host: str) -> None:
+    manifest = write_fleet(tmp_path / "m", [{"name": "alpha", "host": "node1"}])
+    home = tmp_path / "home"
+    for argv in (["plan", "-f", manifest], ["apply", "-f", manifest], ["watch", "--once", "-f", manifest]):
+        run = hermes_fleet(*argv, "--home", home, "--host", host)
+        assert run.code == 2 and "is not a valid host name" in run.text, run.text
+    assert not home.exists()
