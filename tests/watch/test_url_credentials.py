@@ -50,9 +50,7 @@ def served(tmp_path: Path) -> Iterator[str]:
         server.server_close()
 
 
-def test_a_token_in_the_git_url_is_never_shown_or_stored(
-    served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_token_in_the_git_url_is_never_shown_or_stored(served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HERMES_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     home = tmp_path / "hermes"
