@@ -88,6 +88,7 @@ def make_dirs(path: Path, mode: int = 0o777) -> None:
     with mapped("create the folder", path):
         path.mkdir(parents=True, exist_ok=True, mode=mode)
 
+
 # Called with the target path just before each os.replace / rename that publishes a change.
 # Tests append a hook that raises (or os._exit) at the Nth call.
 WRITE_HOOKS: list[Callable[[Path], None]] = []

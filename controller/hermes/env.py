@@ -108,8 +108,7 @@ def value_problem(key: str, value: str) -> str | None:
     # Quoting only adds `"` and `\\`, so testing the raw value's prefix is the same test Hermes runs.
     if match and not _is_structured(value[: match.start()]):
         return (
-            f"the value of {key} contains {match.group(0)!r}, which Hermes' .env sanitiser could split "
-            "into a separate variable"
+            f"the value of {key} contains {match.group(0)!r}, which Hermes' .env sanitiser could split into a separate variable"
         )
     return None
 

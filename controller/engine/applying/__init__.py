@@ -96,4 +96,3 @@ def apply_plan(
     if room_changes and not result.abandoned:
         rooms.apply_rooms(root, room_changes, inputs, gateway, failed_bots, lambda c, ok, error: report(Outcome(c, ok, error)))
     return result
-
