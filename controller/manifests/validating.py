@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
 
+from controller import bounded
 from controller.diagnostics import Diagnostic, format_path
 from controller.hermes import DEFAULT_PROFILE, image_extension, naming, schedules
 from controller.hermes.env import value_problem as env_value_problem
@@ -720,7 +721,7 @@ class _Checks:
                 "file_outside",
             )
             return
-        if not resolved.is_file():
+        if not resolved.exists():
             self.report.error(
                 where,
                 f"file {rel!r} does not exist (looked in {root})",
@@ -728,16 +729,23 @@ class _Checks:
                 "file_missing",
             )
             return
-        size = resolved.stat().st_size
-        if size > limit:
-            self.report.error(where, f"{rel!r} is {size:,} bytes, over the {limit:,}-byte limit", code="file_too_large")
+        try:
+            data = bounded.read_bytes(resolved, limit)  # regular and small enough, checked before reading
+        except bounded.TooLarge as exc:
+            self.report.error(where, f"{rel!r} is {exc.size:,} bytes, over the {limit:,}-byte limit", code="file_too_large")
+            return
+        except bounded.NotRegular as exc:  # a folder, a FIFO, a device: never read
+            self.report.error(where, f"{rel!r} is {exc.kind}, not a regular file", "name a regular file", "file_missing")
+            return
+        except OSError as exc:
+            self.report.error(where, f"cannot read {rel!r}: {exc.strerror}", "check its permissions", "file")
             return
         if text:
             try:
-                resolved.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
+                data.decode("utf-8")
+            except UnicodeDecodeError:
                 self.report.error(where, f"{rel!r} is not UTF-8 text", "save it as UTF-8", "file_encoding")
-        if image and image_extension(resolved.read_bytes()[:16]) is None:
+        if image and image_extension(data[:16]) is None:
             self.report.error(where, f"{rel!r} is not a PNG, JPEG or WebP image", "convert it to PNG", "file_type")
 
     def check_routines(self) -> None:
@@ -990,7 +998,9 @@ def _desired_bot(
     base = str(item.base_dir)
     soul = bot.soul
     if bot.soul_file is not None:
-        soul = (item.base_dir / bot.soul_file).read_text(encoding="utf-8")
+        # Checked by check_file already; read bounded again, newlines as text mode reads them.
+        raw = bounded.read_bytes(item.base_dir / bot.soul_file, MAX_SOUL_BYTES).decode("utf-8")
+        soul = raw.replace("\r\n", "\n").replace("\r", "\n")
     section = None
     if bot.section is not None:
         declared = sections[bot.section]

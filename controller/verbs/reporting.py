@@ -17,6 +17,7 @@ from controller.core.types import Plan
 from controller.diagnostics import Diagnostic, capped, omitted_line
 from controller.engine.applying import ApplyResult
 from controller.manifests.validating import ValidationResult
+from controller.redact import redact_text
 
 JSON_SCHEMA_VERSION = 1
 
@@ -212,10 +213,22 @@ _SIGIL = {
 _OP_SIGIL = {"add": "+", "change": "~", "remove": "-"}
 
 
+def shown(value: Any) -> Any:
+    """A plan value as outputs show it: any credential inside a URL masked (a live config.yaml may
+    hold one that no manifest put there; manifests cannot)."""
+    if isinstance(value, str):
+        return redact_text(value) if "://" in value else value
+    if isinstance(value, dict):
+        return {k: shown(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown(v) for v in value]
+    return value
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, str) and value.startswith("(") and value.endswith(")"):
         return value  # (secret), (12 lines, sha256:...)
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = json.dumps(shown(value), ensure_ascii=False, default=str)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -298,7 +311,14 @@ def plan_json(plan: Plan, *, home: str, results: ApplyResult | None = None, kind
                 "drift": c.drift,
                 "origin": c.origin,
                 "fields": [
-                    {"field": f.field, "op": f.op.value, "old": f.old, "new": f.new, "secret": f.secret, "drift": f.drift}
+                    {
+                        "field": f.field,
+                        "op": f.op.value,
+                        "old": shown(f.old),
+                        "new": shown(f.new),
+                        "secret": f.secret,
+                        "drift": f.drift,
+                    }
                     for f in c.fields
                 ],
             }

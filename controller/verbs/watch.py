@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from controller.adapters import fsio
 from controller.adapters.home import resolve_root, state_dir
 from controller.adapters.sources import GitSource, LocalSource
 from controller.engine import watching
@@ -36,7 +37,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     )
     log = watching.Log(args.log_format)
     source = build_source(args, root)
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fsio.make_dirs(root, mode=0o700)  # a read-only parent: a clean error naming the path
     with watching.reconciler_lock(root):
         reconciler = watching.Reconciler(root, source, options, log)
         watching.resume(reconciler, watching.read_status(root))

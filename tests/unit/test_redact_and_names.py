@@ -72,3 +72,17 @@ def test_a_host_name_on_the_command_line_follows_the_manifest_rule(tmp_path: Pat
         run = hermes_fleet(*argv, "--home", home, "--host", host)
         assert run.code == 2 and "is not a valid host name" in run.text, run.text
     assert not home.exists()
+
+
+def test_a_credential_a_person_put_in_a_live_url_is_masked_in_plans(tmp_path: Path) -> None:
+    """Manifests cannot carry one (validation refuses it); a hand edit of config.yaml can, and a plan
+    shows the live value as the old side of a change."""
+    manifest = write_fleet(tmp_path / "m", [{"name": "alpha", "mcp_servers": {"docs": {"url": "https://mcp.example/sse"}}}])
+    home = tmp_path / "home"
+    assert hermes_fleet("apply", "-f", manifest, "--home", home).code == 0
+    config = home / "profiles" / "alpha" / "config.yaml"
+    config.write_text(config.read_text().replace("https://mcp.example/sse", "https://u:SECRET@mcp.example/sse?api_key=SECRET2"))
+    for output in ("text", "json"):
+        run = hermes_fleet("plan", "-f", manifest, "--home", home, "-o", output)
+        assert run.code == 0 and "mcp_servers" in run.out, run.text
+        assert "SECRET" not in run.text and "***@mcp.example" in run.out, run.out

@@ -568,7 +568,7 @@ RULES = [
         {"bots": [{"name": "a", "soul_file": "souls/a.md"}]},
         "file_missing",
         "spec.bots[0].soul_file",
-        "does not exist",
+        "is a folder, not a regular file",
         id="soul-is-a-folder",
     ),
     pytest.param(
