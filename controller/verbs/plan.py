@@ -29,6 +29,7 @@ def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
 def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan") -> None:
     if args.output == "json":
         reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind))
+        common.wrote_report(args)
         return
     color = reporting.use_color(sys.stdout, args.color)
     reporting.write(reporting.plan_text(planned.plan, home=str(planned.root), color=color))

@@ -48,6 +48,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
             + "\n"
         )
+        common.wrote_report(args)
     else:
         color = reporting.use_color(sys.stdout, args.color)
         reporting.write(_status_text(root, reports, color=color) + _watch_text(watch, color=color))
