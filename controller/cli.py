@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import traceback
@@ -73,6 +74,21 @@ def duration(text: str) -> float:
     return seconds
 
 
+def _completer(what: str) -> Callable[..., list[str]]:
+    """Names for shell completion (bot, fleet, host, backup), read only when a shell asks."""
+
+    def complete(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
+        from controller.verbs import completion
+
+        return completion.complete(what, prefix, parsed_args)
+
+    return complete
+
+
+def _names(action: argparse.Action, what: str) -> None:
+    action.completer = _completer(what)  # type: ignore[attr-defined]  # argcomplete reads this attribute
+
+
 def _add_manifest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-f",
@@ -85,7 +101,7 @@ def _add_manifest_args(p: argparse.ArgumentParser) -> None:
         help="manifest files or folders (several after one -f, or -f repeated); '-' reads stdin",
     )
     _add_recursive_arg(p)
-    p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
+    _names(p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one"), "fleet")
 
 
 def _add_recursive_arg(p: argparse.ArgumentParser) -> None:
@@ -120,12 +136,13 @@ def _add_home_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _add_host_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    host = p.add_argument(
         "--host",
         metavar="NAME",
         help="apply only this machine's slice of a multi-host fleet (default: this machine's hostname, "
         "when any object names a host)",
     )
+    _names(host, "host")
 
 
 def add_global_args(parser: argparse.ArgumentParser) -> None:
@@ -201,7 +218,7 @@ def setup_apply(p: argparse.ArgumentParser) -> None:
 
 def setup_status(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
-    p.add_argument("--fleet", metavar="NAME", help="only this fleet (default: every fleet in the home)")
+    _names(p.add_argument("--fleet", metavar="NAME", help="only this fleet (default: every fleet in the home)"), "fleet")
     p.add_argument(
         "-f",
         "--filename",
@@ -236,12 +253,13 @@ def setup_init(p: argparse.ArgumentParser) -> None:
 
 def setup_export(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
-    p.add_argument(
+    fleet = p.add_argument(
         "--fleet",
         metavar="NAME",
         help="fleet name of the manifests (default: the fleet that manages the home, if exactly one does; else exported)",
     )
-    p.add_argument("--bot", action="append", dest="bots", metavar="NAME", help="only this bot (repeatable)")
+    _names(fleet, "fleet")
+    _names(p.add_argument("--bot", action="append", dest="bots", metavar="NAME", help="only this bot (repeatable)"), "bot")
     out = p.add_mutually_exclusive_group()
     out.add_argument("-o", "--output", metavar="FILE", help="one Fleet file (default: stdout)")
     out.add_argument("--split", metavar="DIR", help="a folder per kind, SOUL.md as soul_file, avatars as files")
@@ -263,7 +281,7 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="accept a force-pushed ref (default: report it and keep the last good revision)",
     )
-    p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
+    _names(p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one"), "fleet")
     _add_home_arg(p)
     _add_host_arg(p)
     p.add_argument(
@@ -286,8 +304,25 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
 
 def setup_restore(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
-    p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)")
+    _names(p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)"), "backup")
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+
+
+COMPLETION_HELP = """Print the script that turns on tab completion for hermes-fleet (verbs, options, files, and
+the names of bots, fleets, hosts and backups). Turn it on for every new shell:
+
+  bash:  echo 'eval "$(hermes-fleet completion bash)"' >> ~/.bashrc
+  zsh:   echo 'eval "$(hermes-fleet completion zsh)"' >> ~/.zshrc
+  fish:  hermes-fleet completion fish > ~/.config/fish/completions/hermes-fleet.fish
+
+or for this shell only: eval "$(hermes-fleet completion bash)" (fish: hermes-fleet completion fish | source).
+Bot names come from the manifests of -f (else of ./fleet/) and the profiles of the Hermes home."""
+
+
+def setup_completion(p: argparse.ArgumentParser) -> None:
+    p.description = COMPLETION_HELP
+    p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to print the script for")
+    p.add_argument("--prog", default="hermes-fleet", help="the command name to complete (default hermes-fleet)")
 
 
 def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
@@ -333,6 +368,12 @@ VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None]
         setup_export,
         _lazy("controller.verbs.export", "cmd_export"),
     ),
+    "completion": (
+        "print the shell script that turns on tab completion (bash, zsh, fish)",
+        [],
+        setup_completion,
+        _lazy("controller.verbs.completion", "cmd_completion"),
+    ),
     "watch": (
         "keep the home converged on manifests or a git repo (the reconciler)",
         [],
@@ -361,6 +402,10 @@ def _report_error(exc: ControllerError, args: argparse.Namespace | None) -> None
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (`hermes-fleet completion`)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)  # prints them and exits
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(argv)
