@@ -50,7 +50,7 @@ def _manifest_data(parsed_args: argparse.Namespace) -> list[Any]:
 
 def _declared(parsed_args: argparse.Namespace, kind: str) -> list[str]:
     """Names the manifests declare: bots (Fleet spec.bots, Bot documents), fleets, hosts."""
-    out: list[str] = []
+    out: list[Any] = []
     for data in _manifest_data(parsed_args):
         meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
         spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
