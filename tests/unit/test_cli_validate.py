@@ -722,3 +722,14 @@ def test_bad_arguments_are_exit_2(capsys) -> None:
 def test_help_is_exit_0(capsys) -> None:
     assert cli.main(["--help"]) == 0
     assert "validate" in capsys.readouterr().out
+
+
+def test_a_yaml_syntax_error_is_the_only_error_reported(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, "fleet.yaml", "apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: [acme\n")
+    for verb in (["validate"], ["plan", "--home", str(tmp_path / "home")]):
+        code, out, err = run(capsys, *verb, "-f", str(path))
+        assert code == 2
+        text = out + err
+        assert "YAML syntax error" in text
+        assert "no manifest documents were read" not in text
+        assert len([line for line in text.splitlines() if ": error: " in line]) == 1, text
