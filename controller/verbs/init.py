@@ -104,12 +104,12 @@ def fleet_name_for(folder: Path) -> str:
     return name if name and not naming.profile_name_problem(name) else "fleet"
 
 
-def hook_source(source: str | None, rev: str | None) -> tuple[str, str, bool]:
+def hook_source(source: str | None, rev: str | None, checkout: Path | None = None) -> tuple[str, str, bool]:
     """The repository and revision the hook and the CI install point at: --source/--rev, else the git
     origin and commit of the hermes-fleet checkout this command runs from, else a placeholder."""
     if source:
         return source, rev or f"v{__version__}", True
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = checkout or Path(__file__).resolve().parents[2]
     if (checkout / ".pre-commit-hooks.yaml").is_file() and (checkout / ".git").exists():
         origin = _git(checkout, "remote", "get-url", "origin")
         head = _git(checkout, "rev-parse", "HEAD")
