@@ -280,3 +280,15 @@ def test_the_root_profile_is_managed_after_adopt(home: Path, manifests: Path) ->
         run = apply(other, home, *flags)
         assert run.code == 3, run.text
         assert snapshot(home) == before
+
+
+def test_an_adopt_plan_lists_the_bot_chat_that_apply_creates(home: Path, manifests: Path) -> None:
+    handmade = profile(home, "alpha")
+    handmade.mkdir(parents=True)
+    (handmade / "config.yaml").write_text("model:\n  default: x\n")
+    manifest = write_fleet(manifests, [{"name": "alpha", "model": {"default": "x"}}])
+    (obj,) = [o for o in plan_json(manifest, home, "--adopt")["objects"] if o["name"] == "alpha"]
+    assert obj["action"] == "adopt"
+    assert [(f["field"], f["op"]) for f in obj["fields"]] == [("botchat", "add")]
+    assert apply(manifest, home, "--adopt").code == 0
+    assert_converged(manifest, home)
