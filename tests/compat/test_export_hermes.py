@@ -33,7 +33,7 @@ def test_hand_built_home_exports_and_adopts_without_other_changes(hermes, tmp_pa
     report = plan_json(target, hermes.root, "--adopt")
     by_name = {f"{o['kind']}/{o['name']}": o for o in report["objects"]}
     assert by_name["bot/scout"]["action"] == "adopt"
-    assert [f["field"] for f in by_name["bot/scout"]["fields"]] == ["botchat"]
+    assert [f["field"] for f in by_name["bot/scout"]["fields"]] == ["botchat", "botmode"]
     assert by_name["routine/scout/sweep"]["action"] == "adopt"
     assert by_name["routine/scout/sweep"]["fields"] == []
 
