@@ -11,6 +11,9 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Any
+
+from controller.errors import ControllerError
 
 DISTRIBUTION = "hermes-agent"
 ENV_OVERRIDE = "HERMES_FLEET_HERMES_VERSION"
@@ -62,3 +65,40 @@ def _interpreter_of(script: str) -> str | None:
         return None
     words = first[2:].decode("utf-8", "replace").split()
     return words[0] if words and os.path.isabs(words[0]) and os.access(words[0], os.X_OK) else None
+
+
+MANAGED_DEFAULT = "/etc/hermes"  # hermes_cli/managed_scope.py:get_managed_dir (0.19.0)
+MANAGED_MAX_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ManagedScope:
+    path: str
+    config: dict[str, Any]  # its config.yaml as plain data ({} when absent or unreadable)
+    problem: str = ""  # why its config.yaml could not be read
+
+
+def managed_scope() -> ManagedScope | None:
+    """Hermes' machine-wide managed scope, found the way Hermes finds it: `$HERMES_MANAGED_DIR`
+    when it names a folder, else `/etc/hermes` when it exists (docs/hermes/home.md#managed-scope).
+    Its values win over every profile's, leaf by leaf; hermes-fleet only reads it, to say so."""
+    override = os.environ.get("HERMES_MANAGED_DIR", "").strip()
+    folder = override or MANAGED_DEFAULT
+    if not os.path.isdir(folder):
+        return None
+    target = os.path.join(folder, "config.yaml")
+    try:
+        with open(target, "rb") as handle:
+            data = handle.read(MANAGED_MAX_BYTES + 1)
+    except FileNotFoundError:
+        return ManagedScope(folder, {})
+    except OSError as exc:
+        return ManagedScope(folder, {}, f"cannot read {target}: {exc.strerror}")
+    if len(data) > MANAGED_MAX_BYTES:
+        return ManagedScope(folder, {}, f"{target} is larger than {MANAGED_MAX_BYTES} bytes")
+    try:
+        from controller.adapters.configfile import ConfigDoc
+
+        return ManagedScope(folder, ConfigDoc.parse(data.decode("utf-8"), source=target).as_dict())
+    except (ControllerError, UnicodeDecodeError) as exc:
+        return ManagedScope(folder, {}, f"{target}: {exc}")

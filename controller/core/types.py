@@ -280,6 +280,8 @@ class Observed:
     rooms: GatewayView | None = None  # None: no room to look at
     hermes_version: str | None = None  # the Hermes the home is used with (None: unknown)
     hermes_version_source: str = ""  # how it was found, or why it is unknown
+    managed_scope: str | None = None  # Hermes' machine-wide managed scope folder, when there is one
+    managed_config: Mapping[str, Any] = field(default_factory=dict)  # its config.yaml, whose leaves win
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ def observe(
             secret_errors[owner] = error
     avatars = {name: image_digest(bot.avatar_image) for name, bot in state.bots.items() if bot.avatar_image}
     hermes = hermes_install.detect(hermes_version)
+    managed = hermes_install.managed_scope()
     return Observed(
         live=live,
         env_values=env_values,
@@ -70,6 +71,8 @@ def observe(
         rooms=observe_rooms(root, gateway) if rooms.needed(state, inventory) else None,
         hermes_version=hermes.version,
         hermes_version_source=hermes.source,
+        managed_scope=managed.path if managed else None,
+        managed_config=managed.config if managed else {},
     )
 
 

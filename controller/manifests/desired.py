@@ -103,6 +103,18 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
+    """{'a.b.c': 1} -> {'a': {'b': {'c': 1}}}: the inverse of `flatten`."""
+    out: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        node = out
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
 def _is_atomic(prefix: str) -> bool:
     # mcp_servers.<name>. is atomic; mcp_servers. itself is not.
     return any(prefix.startswith(p) and prefix.count(".") >= p.count(".") + 1 for p in ATOMIC_PREFIXES)

@@ -47,6 +47,8 @@ FLEET = {
             {
                 "name": "alpha",
                 "title": "Alpha",
+                "description": "Looks things up.",
+                "display_name": "Alpha Bot",
                 "model": {"provider": "openrouter", "default": "anthropic/claude-sonnet-4"},
                 "toolsets": ["web", "file"],
                 "soul": "You are Alpha, the effect bot.\n",
@@ -213,3 +215,32 @@ def test_the_plan_shows_what_each_bot_inherits(applied: tuple[Path, Path], fleet
     assert not report["summary"]["changes_pending"]
     assert any("install-wide settings are written into each of 3 bot(s)" in n for n in report["notes"])
     assert any(n.startswith("no effect on Hermes 0.19.0") and "bot_peers.spark.url" in n for n in report["notes"])
+
+
+def test_hermes_managed_scope_wins_over_what_apply_wrote_as_plan_warns(real: HermesCLI, tmp_path: Path) -> None:
+    """The plan's managed-scope warning is true: Hermes reads the managed value, not the bot's
+    (hermes_cli/managed_scope.py, applied per leaf by hermes_time and load_config)."""
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / "config.yaml").write_text("timezone: Asia/Tokyo\n")
+    args = [str(real.python_bin), str(PROBE), "--now", NOW]
+    env = {**real.env("alpha"), "HERMES_MANAGED_DIR": str(managed)}
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert json.loads(done.stdout)["timezone"]["effective"] == "Asia/Tokyo"
+
+
+def test_description_and_display_name_as_hermes_reads_profile_yaml(real: HermesCLI, fleet_home: Path) -> None:
+    """hermes_cli/profiles.py:read_profile_meta (0.19.0) is what `hermes profile` shows; it reads
+    `description` only. `display_name` is read by main's profiles.list (docs/hermes/bot-mode.md#record):
+    checked against that contract, as the file's top-level key."""
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from hermes_cli.profiles import read_profile_meta\n"
+        "print(json.dumps(read_profile_meta(Path(sys.argv[1]))))\n"
+    )
+    args = [str(real.python_bin), "-c", code, str(profile(fleet_home, "alpha"))]
+    done = subprocess.run(args, env=real.env("alpha"), capture_output=True, text=True, timeout=120, check=True)
+    meta = json.loads(done.stdout)
+    assert meta["description"] == "Looks things up."
+    assert read_yaml(profile(fleet_home, "alpha") / "profile.yaml")["display_name"] == "Alpha Bot"

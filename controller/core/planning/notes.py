@@ -7,7 +7,7 @@ and settings that the target Hermes ignores or applies differently from what the
 from __future__ import annotations
 
 from controller.core.types import Inputs
-from controller.hermes import DEFAULT_PROFILE, versions
+from controller.hermes import DEFAULT_PROFILE, defaults, versions
 
 # Install-wide keys that only a Hermes with Bot Mode reads (docs/hermes/versions.md#support-matrix).
 BOT_MODE_ONLY = ("gateway.bot_loop_guard.", "agent.bot_mode_protocol", "auxiliary.group_router.", "bot_peers.")
@@ -39,6 +39,7 @@ def plan_notes(inputs: Inputs) -> list[str]:
             f"install-wide settings are written into each of {len(inheriting)} bot(s) as well as the root (a bot reads only "
             f"its own profile; its own value wins): {', '.join(shared)}"
         )
+    notes += _managed_scope_notes(inputs)
     for room in state.rooms.values():
         if room.who_answers == "auto":
             notes.append(
@@ -46,3 +47,25 @@ def plan_notes(inputs: Inputs) -> list[str]:
                 "names no bot is answered by none; @-mentioned bots answer): the gateway has no automatic pick"
             )
     return notes
+
+
+def _managed_scope_notes(inputs: Inputs) -> list[str]:
+    """Keys this fleet sets that Hermes' managed scope overrides on this machine (its leaves win over
+    every profile's: docs/hermes/effect-research.md#managed-scope)."""
+    obs = inputs.observed
+    if obs.managed_scope is None or not obs.managed_config:
+        return []
+    overridden: dict[str, list[str]] = {}
+    owners = [("install-wide", inputs.state.install_config)] + [(f"bot/{b.name}", b.config) for b in inputs.state.bots.values()]
+    for owner, config in owners:
+        for key, value in config.items():
+            present, managed = defaults.lookup(obs.managed_config, key)
+            if present and managed != value:
+                overridden.setdefault(key, []).append(owner)
+    if not overridden:
+        return []
+    listed = "; ".join(f"{k} ({', '.join(v)})" for k, v in sorted(overridden.items()))
+    return [
+        f"warning: Hermes' managed scope at {obs.managed_scope} overrides settings of this fleet on this machine, "
+        f"whatever apply writes: {listed}"
+    ]
