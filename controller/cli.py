@@ -135,6 +135,14 @@ def _add_home_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", metavar="DIR", help="the Hermes root (default: Hermes' own rules: $HERMES_HOME, else ~/.hermes)")
 
 
+def _add_hermes_version_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--hermes-version",
+        metavar="X.Y.Z",
+        help="the Hermes version this home is used with (default: detected; see docs/hermes/versions.md)",
+    )
+
+
 def _add_host_arg(p: argparse.ArgumentParser) -> None:
     host = p.add_argument(
         "--host",
@@ -191,6 +199,7 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
     _add_host_arg(p)
     _add_gateway_args(p)
+    _add_hermes_version_arg(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
 
 

@@ -98,6 +98,7 @@ class FieldChange:
     new: Any
     secret: bool = False
     drift: bool = False
+    inherited: bool = False  # comes from the install-wide settings, not the bot's own
 
     @property
     def space(self) -> str:
@@ -235,6 +236,8 @@ class LiveProfile:
             return (True, f"{self.avatar[0]}:{self.avatar[1]}") if self.avatar else (False, None)
         if space == "botchat":
             return (True, True) if self.bot_chat else (False, None)
+        if space == "botmode":
+            return (True, True) if self.meta is not None else (False, None)
         raise KeyError(name)
 
 
@@ -275,6 +278,10 @@ class Observed:
     job_errors: Mapping[str, str] = field(default_factory=dict)  # bot -> why its cron store is unreadable
     timezones: Mapping[str, tzinfo | None] = field(default_factory=dict)  # bot -> its scheduler's zone
     rooms: GatewayView | None = None  # None: no room to look at
+    hermes_version: str | None = None  # the Hermes the home is used with (None: unknown)
+    hermes_version_source: str = ""  # how it was found, or why it is unknown
+    managed_scope: str | None = None  # Hermes' machine-wide managed scope folder, when there is one
+    managed_config: Mapping[str, Any] = field(default_factory=dict)  # its config.yaml, whose leaves win
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 
-from controller.adapters import configfile, cronstore, envfile, profilemeta, profiles, sessions
+from controller.adapters import configfile, cronstore, envfile, hermes_install, profilemeta, profiles, sessions
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir
@@ -32,7 +32,13 @@ T = TypeVar("T")
 ROOM_PAGE = 500
 
 
-def observe(root: Path, state: DesiredState, inventory: Inventory, gateway: gw.GatewayOptions | None = None) -> Observed:
+def observe(
+    root: Path,
+    state: DesiredState,
+    inventory: Inventory,
+    gateway: gw.GatewayOptions | None = None,
+    hermes_version: str | None = None,
+) -> Observed:
     """Everything a plan of `state` looks at, read once (read-only)."""
     names = set(state.bots) | set(inventory.owned_bots())
     live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots)}
@@ -49,6 +55,8 @@ def observe(root: Path, state: DesiredState, inventory: Inventory, gateway: gw.G
         if error:
             secret_errors[owner] = error
     avatars = {name: image_digest(bot.avatar_image) for name, bot in state.bots.items() if bot.avatar_image}
+    hermes = hermes_install.detect(hermes_version)
+    managed = hermes_install.managed_scope()
     return Observed(
         live=live,
         env_values=env_values,
@@ -61,6 +69,10 @@ def observe(root: Path, state: DesiredState, inventory: Inventory, gateway: gw.G
         job_errors=job_errors,
         timezones=timezones,
         rooms=observe_rooms(root, gateway) if rooms.needed(state, inventory) else None,
+        hermes_version=hermes.version,
+        hermes_version_source=hermes.source,
+        managed_scope=managed.path if managed else None,
+        managed_config=managed.config if managed else {},
     )
 
 
@@ -180,10 +192,11 @@ def _observe_routines(
 
 
 def _desired_timezone(state: DesiredState, name: str) -> str | None:
-    bot_tz = state.bots[name].config.get("timezone") if name in state.bots else None
-    if name == DEFAULT_PROFILE:
-        return bot_tz or state.install_config.get("timezone")
-    return bot_tz
+    """The zone the bot's scheduler will use once applied: its own, else the install-wide one,
+    which every bot inherits (core.planning.bots.bot_desired)."""
+    if name not in state.bots:
+        return None
+    return state.bots[name].config.get("timezone") or state.install_config.get("timezone")
 
 
 def zone(name: str | None) -> tzinfo | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.hermes import platforms
 from controller.manifests.models import Avatar, Bot, BotDefaults, Peer, Room, Routine, SecretRef, Section
 
 # Config subtrees compared and owned as a whole value (not leaf by leaf).
@@ -102,6 +103,18 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
+    """{'a.b.c': 1} -> {'a': {'b': {'c': 1}}}: the inverse of `flatten`."""
+    out: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        node = out
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
 def _is_atomic(prefix: str) -> bool:
     # mcp_servers.<name>. is atomic; mcp_servers. itself is not.
     return any(prefix.startswith(p) and prefix.count(".") >= p.count(".") + 1 for p in ATOMIC_PREFIXES)
@@ -158,7 +171,9 @@ def bot_config(bot: Bot) -> dict[str, Any]:
     if bot.model is not None:
         out.update(flatten(bot.model.model_dump(exclude_none=True), "model."))
     if bot.toolsets is not None:
-        out["toolsets"] = list(bot.toolsets)
+        # Hermes picks tools per platform; the top-level `toolsets:` key picks nothing
+        # (docs/hermes/files.md#toolsets), so the list is pinned on every platform.
+        out.update(platforms.toolset_keys(list(bot.toolsets)))
     if bot.skills is not None:
         out.update(flatten(bot.skills.model_dump(exclude_none=True), "skills."))
     if bot.mcp_servers is not None:
@@ -180,7 +195,14 @@ def mcp_env_key(server: str, header: str) -> str:
 
 
 def mcp_server_config(name: str, server: dict[str, Any]) -> dict[str, Any]:
-    """Secret references become `${VAR}` (Hermes expands them from .env at load time)."""
+    """Secret references become `${VAR}` (Hermes expands them from .env at load time).
+
+    Hermes reads only `enabled` (docs/hermes/files.md#mcp-servers): `disabled: true` is written as
+    `enabled: false`, so the switch takes effect.
+    """
+    if "disabled" in server:
+        disabled = server.pop("disabled")
+        server.setdefault("enabled", not disabled)
     for block, keyer in (("env", lambda k: k), ("headers", lambda k: mcp_env_key(name, k))):
         if block in server:
             server[block] = {

@@ -770,6 +770,14 @@ class _Checks:
                     "name one of its members as lead",
                     "reference",
                 )
+        elif room.who_answers == "auto":
+            self.report.warning(
+                item.at("who_answers"),
+                "the gateway has no automatic pick: 'auto' is applied as its mentions_only policy (a message that names "
+                "no bot is answered by none; @-mentioned bots answer)",
+                "say 'everyone' or 'lead:<bot>' if that is not what you want",
+                "who_answers_auto",
+            )
         if room.picture is not None:
             self.check_file(item.at("picture"), item.base_dir, room.picture, MAX_IMAGE_BYTES, image=True)
 

@@ -20,11 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import configfile, cronstore, envfile, profilemeta
+from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir, resolve_root
 from controller.core import jobs
-from controller.engine import observing
+from controller.core.inventory import INSTALL_KEY, split_key
+from controller.engine import observing, records
 from controller.errors import ExitCode, UsageError
-from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, naming
+from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, defaults, naming, platforms
+from controller.manifests.desired import flatten, unflatten
 from controller.manifests.models.bots import BLOB_SILHOUETTES, GEOMETRIC_SHAPES
 
 SCHEMA_FILE = Path("schemas") / "hermes-fleet.json"  # where `init` puts it, as this repository does
@@ -49,13 +52,44 @@ class Export:
     souls: dict[str, str] = field(default_factory=dict)  # bot -> SOUL.md text
     avatars: dict[str, Path] = field(default_factory=dict)  # bot -> image file in the home
     warnings: list[str] = field(default_factory=list)
+    # The root's config leaves and .env keys: a bot holding the same value inherits it (apply writes
+    # install-wide settings into every bot), so it is exported once, install-wide.
+    install: tuple[dict[str, Any], dict[str, str]] = field(default_factory=lambda: ({}, {}))
+    # Config keys a fleet of this home applied, per profile: kept even when they equal Hermes'
+    # default (someone declared them); other default-valued keys are Hermes' and left out.
+    declared: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+def _declared_keys(root: Path) -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for fleet in inventory_file.all_fleets(root):
+        for key, entry in records.load(root, fleet).objects.items():
+            kind, name = split_key(key)
+            profile = DEFAULT_PROFILE if key == INSTALL_KEY else name
+            if kind in ("bot", "install"):
+                fields = entry.get("applied", {})
+                out.setdefault(profile, set()).update(f[7:] for f in fields if f.startswith("config:"))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _install_values(root: Path, keep: frozenset[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    data = defaults.without_defaults(configfile.ConfigDoc.load(root / "config.yaml").as_dict(), keep=keep)
+    config = flatten({k: v for k, v in data.items() if k not in HERMES_OWNED_KEYS})
+    return config, envfile.read_env(root / ".env").as_dict()
+
+
+def _not_inherited(data: dict[str, Any], install: dict[str, Any]) -> dict[str, Any]:
+    """A bot's config without the leaves it holds only because the install-wide settings set them."""
+    kept = {k: v for k, v in flatten(data).items() if not (k in install and install[k] == v)}
+    return unflatten(kept)
 
 
 # --- reading the home ----------------------------------------------------------------------------
 
 
 def export_home(root: Path, fleet: str, bots: list[str] | None = None, *, gateway: Any = None) -> Export:
-    out = Export(fleet=fleet)
+    out = Export(fleet=fleet, declared=_declared_keys(root))
+    out.install = _install_values(root, out.declared.get(DEFAULT_PROFILE, frozenset()))
     names = bots if bots else _all_bots(root)
     for name in names:
         if name != DEFAULT_PROFILE and not profile_dir(root, name).is_dir():
@@ -119,8 +153,10 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
     if meta.display_name:
         bot["display_name"] = meta.display_name
     if name != DEFAULT_PROFILE:
-        bot.update(_bot_config(configfile.ConfigDoc.load(path / "config.yaml"), name, out))
-        env = _env_refs(envfile.read_env(path / ".env"), skip=set())
+        bot.update(_bot_config(configfile.ConfigDoc.load(path / "config.yaml"), name, out, out.declared.get(name, frozenset())))
+        root_env = out.install[1]
+        own_env = envfile.read_env(path / ".env")
+        env = _env_refs(own_env, skip={k for k, v in own_env.as_dict().items() if root_env.get(k) == v})
         if env:
             bot["env"] = env
     soul = path / "SOUL.md"
@@ -142,8 +178,8 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
     return bot
 
 
-def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export) -> dict[str, Any]:
-    data = doc.as_dict()
+def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export, keep: frozenset[str] = frozenset()) -> dict[str, Any]:
+    data = _not_inherited(defaults.without_defaults(doc.as_dict(), keep=keep), out.install[0])
     result: dict[str, Any] = {}
     model = data.get("model")
     if isinstance(model, dict):
@@ -152,8 +188,9 @@ def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export) -> dict[str, A
             result["model"] = pin
     elif isinstance(model, str) and model:
         result["model"] = {"default": model}
-    if isinstance(data.get("toolsets"), list):
-        result["toolsets"] = data["toolsets"]
+    toolsets = _toolsets(data, bot, out)
+    if toolsets is not None:
+        result["toolsets"] = toolsets
     skills = data.get("skills")
     if isinstance(skills, dict):
         picked = {k: skills[k] for k in ("disabled", "platform_disabled") if skills.get(k) is not None}
@@ -177,6 +214,27 @@ def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export) -> dict[str, A
     if "config" in result and "skills" in result["config"]:
         result["config"] = {**result["config"], **{f"skills.{k}": v for k, v in result["config"].pop("skills").items()}}
     return result
+
+
+def _toolsets(data: dict[str, Any], bot: str, out: Export) -> list[Any] | None:
+    """`toolsets:` when the same list is pinned on every platform (what apply writes); a partial
+    `platform_toolsets` stays passthrough config. The top-level `toolsets:` key picks no tools in
+    Hermes (docs/hermes/files.md#toolsets), so it is left out with a warning."""
+    legacy = data.pop("toolsets", None)
+    if legacy is not None:
+        out.warnings.append(f"{bot}: config.yaml toolsets: {legacy} picks no tools in Hermes and was left out")
+    pinned = data.get(platforms.TOOLSETS_KEY)
+    if not isinstance(pinned, dict):
+        return None
+    lists = [pinned.get(p) for p in platforms.PLATFORMS_0_19]
+    if all(isinstance(x, list) for x in lists) and all(x == lists[0] for x in lists):
+        rest = {k: v for k, v in pinned.items() if k not in platforms.PLATFORMS_0_19}
+        if rest:
+            data[platforms.TOOLSETS_KEY] = rest
+        else:
+            del data[platforms.TOOLSETS_KEY]
+        return lists[0]
+    return None
 
 
 def _mcp(server: dict[str, Any], where: str, out: Export) -> dict[str, Any]:
@@ -338,7 +396,7 @@ def _routine(job: dict[str, Any], title: str, bot: str, out: Export) -> dict[str
 
 def _export_install(root: Path, out: Export) -> None:
     doc = configfile.ConfigDoc.load(root / "config.yaml")
-    data = doc.as_dict()
+    data = defaults.without_defaults(doc.as_dict(), keep=out.declared.get(DEFAULT_PROFILE, frozenset()))
     env = envfile.read_env(root / ".env")
     peer_keys = set()
     for name, entry in (data.get("bot_peers") or {}).items():

@@ -23,6 +23,7 @@ def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
         result.files,
         options=common.options(args, **overrides),
         gateway=common.gateway_options(args),
+        hermes_version=getattr(args, "hermes_version", None),
     )
 
 
@@ -71,6 +72,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         before_apply=show,
         on_conflict=lambda p: render_plan(p, args, kind="apply"),
         gateway=common.gateway_options(args),
+        hermes_version=args.hermes_version,
     )
     plan = planned.plan
     if text_mode:

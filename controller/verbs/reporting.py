@@ -250,6 +250,7 @@ def plan_text(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> s
             else:
                 body = f"{f.field}: {_fmt(f.old)} -> {_fmt(f.new)}"
             mark = p.yellow("  (drift: changed outside hermes-fleet)") if f.drift else ""
+            mark += p.dim("  (install-wide)") if f.inherited else ""
             lines.append("    " + paint[s](s) + " " + body + mark)
     if quiet:
         lines.append(p.dim(f"= {quiet} object(s) unchanged"))
@@ -303,7 +304,15 @@ def plan_json(plan: Plan, *, home: str, results: ApplyResult | None = None, kind
                 "drift": c.drift,
                 "origin": c.origin,
                 "fields": [
-                    {"field": f.field, "op": f.op.value, "old": f.old, "new": f.new, "secret": f.secret, "drift": f.drift}
+                    {
+                        "field": f.field,
+                        "op": f.op.value,
+                        "old": f.old,
+                        "new": f.new,
+                        "secret": f.secret,
+                        "drift": f.drift,
+                        "inherited": f.inherited,
+                    }
                     for f in c.fields
                 ],
             }
