@@ -12,6 +12,7 @@ controller is mocked. Grants and keys never appear in output or in the inventory
 from __future__ import annotations
 
 import hashlib
+import shutil
 import json
 from pathlib import Path
 from typing import Any
@@ -200,3 +201,45 @@ def test_the_room_side_first_then_the_member_side(home: Path, manifests: Path, o
     assert run("apply", fleet, spark.home, "spark").code == 0
     assert run("apply", fleet, home, "office").code == 0
     assert run("plan", fleet, home, "office", "--detailed-exitcode").code == 0
+
+
+def test_the_team_example_applies_on_both_machines(
+    home: Path, tmp_path: Path, office: FakeGateway, spark: FakeGateway, monkeypatch: pytest.MonkeyPatch
+):
+    """examples/team, as shipped, against a running gateway on each machine: exit 0 on both.
+    Only its placeholder address of spark is replaced by the loopback one of this test."""
+    example = tmp_path / "team"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "team", example)
+    for path in example.rglob("*.yaml"):
+        path.write_text(path.read_text().replace("https://spark.lan:8642", spark.api_url))
+    for name, value in {
+        "OPENROUTER_API_KEY": "sk-or-test",
+        "GITHUB_MCP_AUTHORIZATION": "Bearer ghp-test",
+        "CRM_API_TOKEN": "crm-test",
+        "SPARK_PEER_KEY": KEY,
+    }.items():
+        monkeypatch.setenv(name, value)
+
+    def team_run(verb: str, where: Path, host: str, *flags: str):
+        return hermes_fleet(verb, "-R", "-f", example, "--home", where, "--host", host, *flags)
+
+    spark_apply = team_run("apply", spark.home, "spark")
+    assert spark_apply.code == 0, spark_apply.text
+    office_apply = team_run("apply", home, "office")
+    assert office_apply.code == 0, office_apply.text
+    names = {r["name"]: r for r in office.live().values()}
+    assert set(names) == {"Review", "Drafts", "Client Desk"}
+    assert any(m["target"]["kind"] == "peer" for m in names["Review"]["members"])
+    assert names["Drafts"]["responder_policy"]["default_responder"] == "leader"
+    assert team_run("plan", home, "office", "--detailed-exitcode").code == 0
+    assert team_run("plan", spark.home, "spark", "--detailed-exitcode").code == 0
+
+
+def test_a_grant_issued_for_a_create_that_failed_is_revoked(home: Path, manifests: Path, office: FakeGateway, spark: FakeGateway):
+    fleet = team(manifests, spark)
+    assert run("apply", fleet, spark.home, "spark").code == 0
+    office.refuse["groups.create"] = (4110, "This host has too many active Group Chats. Delete one and try again.", None)
+    failed = run("apply", fleet, home, "office")
+    assert failed.code == 1 and "too many active Group Chats" in failed.text
+    assert office.live() == {} and len(spark.revoked_grants) == 1  # nothing half-made, the unused grant revoked
+    assert run("apply", fleet, home, "office").code == 0
