@@ -12,8 +12,8 @@ controller is mocked. Grants and keys never appear in output or in the inventory
 from __future__ import annotations
 
 import hashlib
-import shutil
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
