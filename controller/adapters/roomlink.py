@@ -137,7 +137,9 @@ def invite(
     if reply.status_code == 404:
         raise RoomLinkError(
             f"{where} has no RoomLink invitation route for profile {profile!r} (HTTP 404)",
-            hint="update Hermes on that machine (`hermes update`) and restart its gateway",
+            hint="the peer's url must be the API server of the gateway that serves that profile (a gateway that "
+            "serves several profiles answers under /p/<profile>); if it is, update Hermes on that machine "
+            "(`hermes update`) and restart its gateway",
         )
     if reply.status_code != 201:
         error = data.get("error")
