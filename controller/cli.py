@@ -200,6 +200,11 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
     _add_host_arg(p)
     _add_gateway_args(p)
     _add_hermes_version_arg(p)
+    p.add_argument(
+        "--no-rooms",
+        action="store_true",
+        help="leave rooms out: do not ask the gateway, plan and change no room (for a host without a gateway)",
+    )
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
 
 

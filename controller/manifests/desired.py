@@ -68,6 +68,16 @@ class DesiredBot:
 
 
 @dataclass(frozen=True)
+class Seat:
+    """A bot of this machine's slice that is a member (`peer/bot`) of a room on another machine."""
+
+    room: str
+    room_host: str | None
+    peer: str
+    bot: str
+
+
+@dataclass(frozen=True)
 class DesiredState:
     fleet: str
     bots: dict[str, DesiredBot]
@@ -77,6 +87,7 @@ class DesiredState:
     install_config: dict[str, Any]  # the root profile's config.yaml keys (policy, peers, passthrough)
     install_env: dict[str, EnvEntry]  # the root profile's .env keys (peer keys)
     digest: str = ""
+    seats: tuple[Seat, ...] = ()  # set by for_host: this slice's bots seated in other hosts' rooms
 
     @property
     def counts(self) -> dict[str, int]:
@@ -280,6 +291,13 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
 
     dropped_keys = {peer_env_key(p) for p in gone}
     install_env = {k: v for k, v in state.install_env.items() if k not in dropped_keys}
+    seats = tuple(
+        Seat(r.name, r.host, m.partition("/")[0], m.partition("/")[2])
+        for r in state.rooms.values()
+        if r.name not in rooms
+        for m in r.members
+        if "/" in m and m.partition("/")[2] in bots
+    )
     return DesiredState(
         fleet=state.fleet,
         bots=bots,
@@ -289,4 +307,5 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
         install_config=install_config,
         install_env=install_env,
         digest=state.digest,
+        seats=seats,
     )

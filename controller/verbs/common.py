@@ -44,13 +44,20 @@ def load_valid(args: argparse.Namespace) -> ValidationResult:
 
 
 def gateway_options(args: argparse.Namespace | None) -> GatewayOptions:
+    """One value per command run: a single-use --gateway-token-env ticket opens one connection for it."""
     if args is None:
         return GatewayOptions()
+    cached = getattr(args, "gateway_run_options", None)
+    if isinstance(cached, GatewayOptions):
+        return cached
     timeout = getattr(args, "gateway_timeout", None) or 10.0
-    return GatewayOptions(getattr(args, "gateway", None), getattr(args, "gateway_token_env", None), timeout)
+    options = GatewayOptions(getattr(args, "gateway", None), getattr(args, "gateway_token_env", None), timeout)
+    args.gateway_run_options = options
+    return options
 
 
 def options(args: argparse.Namespace, **overrides: bool) -> Options:
     values = {name: bool(getattr(args, name, False)) for name in ("prune", "adopt", "yes")}
+    values["rooms"] = not getattr(args, "no_rooms", False)
     values.update(overrides)
     return Options(**values)

@@ -17,14 +17,18 @@ from controller.verbs import common, reporting
 def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
     result = common.load_valid(args)
     assert result.state is not None
-    return reconciling.plan_home(
-        resolve_root(args.home),
-        result.state,
-        result.files,
-        options=common.options(args, **overrides),
-        gateway=common.gateway_options(args),
-        hermes_version=getattr(args, "hermes_version", None),
-    )
+    gateway = common.gateway_options(args)
+    try:
+        return reconciling.plan_home(
+            resolve_root(args.home),
+            result.state,
+            result.files,
+            options=common.options(args, **overrides),
+            gateway=gateway,
+            hermes_version=getattr(args, "hermes_version", None),
+        )
+    finally:
+        gateway.release()
 
 
 def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan") -> None:
@@ -85,5 +89,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if plan.errors and text_mode:
             for change in plan.errors:
                 print(f"hermes-fleet: {change.key} not applied: {change.reason}", file=sys.stderr)
-        return ExitCode.FAILED
+        # An object that kept changing under the apply (a room edited meanwhile) is a conflict.
+        return ExitCode.CONFLICT if any(o.conflict for o in results.failed) else ExitCode.FAILED
     return ExitCode.OK

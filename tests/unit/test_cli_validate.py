@@ -111,11 +111,11 @@ ONE_FILE = """\
       rooms:
         - name: Review
           members: [researcher, writer, spark/reviewer]
-          who_answers: lead:writer
+          who_answers: everyone
           detect_stop_directives: false
       peers:
         - name: spark
-          url: http://spark.lan:8642
+          url: https://spark.lan:8642
           key: {from_env: SPARK_PEER_KEY}
           note: the GPU box
       gateway:
@@ -211,7 +211,7 @@ MANY_DOCUMENTS = {
         metadata: {name: Review, fleet: acme}
         spec:
           members: [researcher, writer, spark/reviewer]
-          who_answers: lead:writer
+          who_answers: everyone
           detect_stop_directives: false
     """,
     "peers.yml": """\
@@ -219,7 +219,7 @@ MANY_DOCUMENTS = {
         kind: Peer
         metadata: {name: spark, fleet: acme}
         spec:
-          url: http://spark.lan:8642
+          url: https://spark.lan:8642
           key: {from_env: SPARK_PEER_KEY}
           note: the GPU box
     """,
@@ -269,7 +269,7 @@ def test_one_fleet_file_and_many_documents_give_the_same_desired_state(tmp_path:
     assert a.bots["writer"].section == ("sec-mig3k2p1-4f9xq", "Clients")
     assert set(researcher.env) == {"OPENROUTER_API_KEY", "GITHUB_TOKEN", "LOG_LEVEL"}
     assert a.install_config["gateway.bot_loop_guard.max_hops"] == 4
-    assert a.install_config["bot_peers.spark.url"] == "http://spark.lan:8642"
+    assert a.install_config["bot_peers.spark.url"] == "https://spark.lan:8642"
     assert "HERMES_PEER_SPARK_KEY" in a.install_env
 
 
