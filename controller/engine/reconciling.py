@@ -73,7 +73,9 @@ def apply_once(
 ) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written."""
     try:
-        return _apply_once(root, state, files, options, lock_timeout, revision, before_apply, on_conflict, should_stop, gateway)
+        return _apply_once(
+            root, state, files, options, lock_timeout, revision, before_apply, on_conflict, should_stop, gateway, hermes_version
+        )
     finally:
         if gateway is not None:
             gateway.release()  # the run's connection (a single-use ticket's) ends with the run
@@ -90,6 +92,7 @@ def _apply_once(
     on_conflict: Callable[[Planned], None] | None,
     should_stop: Callable[[], bool] | None,
     gateway: gw.GatewayOptions | None,
+    hermes_version: str | None,
 ) -> tuple[Planned, applying.ApplyResult]:
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
