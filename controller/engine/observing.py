@@ -10,12 +10,12 @@ file that cannot be read becomes an error on that one bot; other bots are observ
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 
-from controller.adapters import configfile, cronstore, envfile, fsio, home, profilemeta, profiles, sessions
+from controller.adapters import configfile, cronstore, envfile, fsio, hermes_install, home, profilemeta, profiles, sessions
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
 from controller.core import rooms
@@ -25,14 +25,23 @@ from controller.engine import records
 from controller.errors import ControllerError, RefusedValue, SecretUnavailable
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
 from controller.manifests import references
-from controller.manifests.desired import DesiredState, EnvEntry
+from controller.manifests.desired import DesiredState, EnvEntry, Seat
 
 T = TypeVar("T")
 ROOM_PAGE = 500
 
 
-def observe(root: Path, state: DesiredState, inventory: Inventory, gateway: gw.GatewayOptions | None = None) -> Observed:
-    """Everything a plan of `state` looks at, read once (read-only).
+def observe(
+    root: Path,
+    state: DesiredState,
+    inventory: Inventory,
+    gateway: gw.GatewayOptions | None = None,
+    hermes_version: str | None = None,
+    *,
+    with_rooms: bool = True,
+) -> Observed:
+    """Everything a plan of `state` looks at, read once (read-only); the gateway only when rooms
+    are involved and not left out (`with_rooms=False`: --no-rooms).
 
     ContainmentError (exit 3, before anything is written) when a profile it reads, or our own state
     under `.hermes-fleet/`, leads out of where it belongs through a symlink.
@@ -53,6 +62,8 @@ def observe(root: Path, state: DesiredState, inventory: Inventory, gateway: gw.G
         if error:
             secret_errors[owner] = error
     avatars = {name: image_digest(bot.avatar_image) for name, bot in state.bots.items() if bot.avatar_image}
+    hermes = hermes_install.detect(hermes_version)
+    managed = hermes_install.managed_scope()
     return Observed(
         live=live,
         env_values=env_values,
@@ -64,7 +75,11 @@ def observe(root: Path, state: DesiredState, inventory: Inventory, gateway: gw.G
         jobs=jobs,
         job_errors=job_errors,
         timezones=timezones,
-        rooms=observe_rooms(root, gateway) if rooms.needed(state, inventory) else None,
+        rooms=observe_rooms(root, gateway, seats=state.seats) if with_rooms and rooms.needed(state, inventory) else None,
+        hermes_version=hermes.version,
+        hermes_version_source=hermes.source,
+        managed_scope=managed.path if managed else None,
+        managed_config=managed.config if managed else {},
     )
 
 
@@ -178,10 +193,11 @@ def _observe_routines(
 
 
 def _desired_timezone(state: DesiredState, name: str) -> str | None:
-    bot_tz = state.bots[name].config.get("timezone") if name in state.bots else None
-    if name == DEFAULT_PROFILE:
-        return bot_tz or state.install_config.get("timezone")
-    return bot_tz
+    """The zone the bot's scheduler will use once applied: its own, else the install-wide one,
+    which every bot inherits (core.planning.bots.bot_desired)."""
+    if name not in state.bots:
+        return None
+    return state.bots[name].config.get("timezone") or state.install_config.get("timezone")
 
 
 def zone(name: str | None) -> tzinfo | None:
@@ -237,8 +253,10 @@ def _foreign(root: Path, fleet: str) -> tuple[dict[str, str], dict[str, str]]:
 # --- the gateway ----------------------------------------------------------------------------------
 
 
-def observe_rooms(root: Path, options: gw.GatewayOptions | None) -> GatewayView:
-    """groups.capabilities, then every room (disbanded included). Never writes."""
+def observe_rooms(root: Path, options: gw.GatewayOptions | None, *, seats: Sequence[Seat] = ()) -> GatewayView:
+    """groups.capabilities, then every room (disbanded included), the peer routes of rooms with
+    members on other machines (groups.state's driver_status), and for each bot of this machine
+    seated in another machine's room, RoomLink as this gateway offers it. Never writes."""
     options = options or gw.GatewayOptions()
     try:
         with gw.open_session(root, options, writes=False) as session:
@@ -252,7 +270,30 @@ def observe_rooms(root: Path, options: gw.GatewayOptions | None) -> GatewayView:
                         found[room["room_id"]] = room
                 nxt = page.get("next_offset")
                 offset = nxt if isinstance(nxt, int) and not isinstance(nxt, bool) and nxt > offset else None
-            return GatewayView(origin=session.label, capabilities=caps, rooms=found)
+            routes: dict[str, tuple[Mapping[str, Any], ...]] = {}
+            for room_id, room in found.items():
+                if room.get("disbanded_at") or not rooms.peer_members(room):
+                    continue
+                try:
+                    status = session.call("groups.state", {"room_id": room_id}).get("driver_status")
+                except gw.GatewayRefused as exc:
+                    if isinstance(exc, gw.GatewayIncompatible):
+                        raise
+                    continue  # disbanded since it was listed: the plan sees it as listed
+                if isinstance(status, dict) and isinstance(status.get("peer_routes"), list):
+                    routes[room_id] = tuple(r for r in status["peer_routes"] if isinstance(r, dict))
+            links: dict[str, Mapping[str, Any]] = {}
+            for bot in sorted({seat.bot for seat in seats}):
+                link = session.call("groups.capabilities", {"profile": bot}).get("room_link")
+                links[bot] = link if isinstance(link, dict) else {}
+            return GatewayView(
+                origin=session.label,
+                capabilities=caps,
+                rooms=found,
+                routes=routes,
+                room_links=links,
+                stray_profiles=_stray_profiles(root),
+            )
     except gw.GatewayIncompatible as exc:
         if exc.code == -32601 and exc.method == "groups.capabilities":
             return GatewayView(
@@ -263,3 +304,11 @@ def observe_rooms(root: Path, options: gw.GatewayOptions | None) -> GatewayView:
         return GatewayView(error=f"pending: gateway unusable: {exc}")
     except gw.GatewayError as exc:
         return GatewayView(error=f"pending: gateway unreachable: {exc}")
+
+
+def _stray_profiles(root: Path) -> tuple[str, ...]:
+    """Folders under profiles/ that are no profile name (`.deleted`, a staging leftover)."""
+    try:
+        return tuple(sorted(p.name for p in (root / "profiles").iterdir() if p.is_dir() and rooms.stray(p.name)))
+    except OSError:
+        return ()

@@ -95,3 +95,43 @@ def _copy(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _copy(v) for k, v in value.items()}
     return value
+
+
+# What Hermes' own config migrations write into an existing file (hermes_cli/config.py
+# migrate_config, 0.19.0; docs/hermes/effect-research.md#export-defaults): each restates what
+# Hermes does when the key is absent, so it is Hermes' bookkeeping, not a user's setting.
+MIGRATION_WRITTEN: dict[str, tuple[Any, ...]] = {
+    "display.tool_progress": ("all",),
+    "agent.verify_on_stop": (False, "auto"),
+    "plugins.enabled": ([],),
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality that keeps YAML's types apart (`true` is not `1`)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def is_hermes_default(dotted: str, value: Any) -> bool:
+    """Whether `value` at `dotted` is what Hermes uses anyway (its default, or a migration's restatement)."""
+    known, default = default_for(dotted)
+    return (known and _same(default, value)) or any(_same(v, value) for v in MIGRATION_WRITTEN.get(dotted, ()))
+
+
+def without_defaults(tree: Mapping[str, Any], prefix: str = "", *, keep: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """`tree` without the leaves that equal Hermes' defaults (maps left empty are dropped too);
+    dotted keys in `keep` stay whatever their value (a fleet declared them on purpose)."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            kept = without_defaults(value, dotted + ".", keep=keep)
+            if kept:
+                out[key] = kept
+        elif dotted in keep or not is_hermes_default(dotted, value):
+            out[key] = value
+    return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from controller.hermes import platforms
 from controller.manifests.models import Avatar, Bot, BotDefaults, Peer, Room, Routine, SecretRef, Section
 
 # Config subtrees compared and owned as a whole value (not leaf by leaf).
@@ -67,6 +68,16 @@ class DesiredBot:
 
 
 @dataclass(frozen=True)
+class Seat:
+    """A bot of this machine's slice that is a member (`peer/bot`) of a room on another machine."""
+
+    room: str
+    room_host: str | None
+    peer: str
+    bot: str
+
+
+@dataclass(frozen=True)
 class DesiredState:
     fleet: str
     bots: dict[str, DesiredBot]
@@ -76,6 +87,7 @@ class DesiredState:
     install_config: dict[str, Any]  # the root profile's config.yaml keys (policy, peers, passthrough)
     install_env: dict[str, EnvEntry]  # the root profile's .env keys (peer keys)
     digest: str = ""
+    seats: tuple[Seat, ...] = ()  # set by for_host: this slice's bots seated in other hosts' rooms
 
     @property
     def counts(self) -> dict[str, int]:
@@ -101,6 +113,18 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
             out.update(flatten(child, f"{prefix}{key}." if prefix or key else key))
         return out
     out[prefix.rstrip(".")] = value
+    return out
+
+
+def unflatten(flat: dict[str, Any]) -> dict[str, Any]:
+    """{'a.b.c': 1} -> {'a': {'b': {'c': 1}}}: the inverse of `flatten`."""
+    out: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        node = out
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
     return out
 
 
@@ -160,7 +184,9 @@ def bot_config(bot: Bot) -> dict[str, Any]:
     if bot.model is not None:
         out.update(flatten(bot.model.model_dump(exclude_none=True), "model."))
     if bot.toolsets is not None:
-        out["toolsets"] = list(bot.toolsets)
+        # Hermes picks tools per platform; the top-level `toolsets:` key picks nothing
+        # (docs/hermes/files.md#toolsets), so the list is pinned on every platform.
+        out.update(platforms.toolset_keys(list(bot.toolsets)))
     if bot.skills is not None:
         out.update(flatten(bot.skills.model_dump(exclude_none=True), "skills."))
     if bot.mcp_servers is not None:
@@ -182,7 +208,14 @@ def mcp_env_key(server: str, header: str) -> str:
 
 
 def mcp_server_config(name: str, server: dict[str, Any]) -> dict[str, Any]:
-    """Secret references become `${VAR}` (Hermes expands them from .env at load time)."""
+    """Secret references become `${VAR}` (Hermes expands them from .env at load time).
+
+    Hermes reads only `enabled` (docs/hermes/files.md#mcp-servers): `disabled: true` is written as
+    `enabled: false`, so the switch takes effect.
+    """
+    if "disabled" in server:
+        disabled = server.pop("disabled")
+        server.setdefault("enabled", not disabled)
     for block, keyer in (("env", lambda k: k), ("headers", lambda k: mcp_env_key(name, k))):
         if block in server:
             server[block] = {
@@ -260,6 +293,13 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
 
     dropped_keys = {peer_env_key(p) for p in gone}
     install_env = {k: v for k, v in state.install_env.items() if k not in dropped_keys}
+    seats = tuple(
+        Seat(r.name, r.host, m.partition("/")[0], m.partition("/")[2])
+        for r in state.rooms.values()
+        if r.name not in rooms
+        for m in r.members
+        if "/" in m and m.partition("/")[2] in bots
+    )
     return DesiredState(
         fleet=state.fleet,
         bots=bots,
@@ -269,4 +309,5 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
         install_config=install_config,
         install_env=install_env,
         digest=state.digest,
+        seats=seats,
     )

@@ -834,6 +834,25 @@ class _Checks:
 
     def check_room(self, item: Declared) -> None:
         room: Room = item.obj
+        for attr in ("name", "renamed_from"):
+            value = getattr(room, attr)
+            if value is not None and value != value.strip():
+                self.report.error(
+                    item.at(attr),
+                    f"room {attr.replace('_', ' ')} {value!r} begins or ends with whitespace; the gateway strips it, "
+                    "so the live name would never match",
+                    "remove the surrounding whitespace",
+                    "name",
+                )
+        remote = [m for m in room.members if "/" in m]
+        if remote and room.who_answers != "everyone":
+            self.report.error(
+                item.at("who_answers"),
+                f"who_answers {room.who_answers!r} cannot be set in a room with members on other machines "
+                f"({', '.join(remote)}): the gateway keeps such a room's policy at 'everyone' and refuses to change it",
+                "use who_answers: everyone, or seat the remote bot in a room of its own",
+                "remote_policy",
+            )
         count = len(room.members)
         if not 2 <= count <= 6:
             self.report.error(
@@ -855,6 +874,14 @@ class _Checks:
                     "name one of its members as lead",
                     "reference",
                 )
+        elif room.who_answers == "auto":
+            self.report.warning(
+                item.at("who_answers"),
+                "the gateway has no automatic pick: 'auto' is applied as its mentions_only policy (a message that names "
+                "no bot is answered by none; @-mentioned bots answer)",
+                "say 'everyone' or 'lead:<bot>' if that is not what you want",
+                "who_answers_auto",
+            )
         if room.picture is not None:
             self.check_file(item.at("picture"), item.base_dir, room.picture, MAX_IMAGE_BYTES, image=True)
 
@@ -885,12 +912,33 @@ class _Checks:
                 )
             elif naming.profile_name_problem(profile):
                 self.report.error(where, f"{profile!r} is not a valid profile name", code="name")
+            else:
+                self.check_seat_peer(where, member, next(x.obj for x in self.g.peers if x.obj.name == peer))
         elif member not in self.bot_names:
             self.report.error(
                 where,
                 f"member {member!r} is not a bot of this fleet",
                 self._suggest(member, self.bot_names, "declare it, or write peer/profile for a remote bot"),
                 "reference",
+            )
+
+    def check_seat_peer(self, where: tuple[Document, tuple[object, ...]], member: str, peer: Peer) -> None:
+        """Seating `peer/profile` asks that machine's API server for a grant with the peer's key."""
+        if peer.key is None:
+            self.report.error(
+                where,
+                f"remote member {member!r}: peer {peer.name!r} has no key, and seating the member needs it (the "
+                "peer's API server issues the member's grant only to a caller with that profile's API key)",
+                f"give peer {peer.name!r} a key: {{from_env: ...}}",
+                "reference",
+            )
+        if not _clear_text_allowed(peer.url):
+            self.report.error(
+                where,
+                f"remote member {member!r}: peer {peer.name!r} is reached over plain http ({peer.url}); seating a member "
+                "sends the peer's key and a grant to it, which RoomLink allows only over https (plain http only on loopback)",
+                f"serve {peer.name!r}'s API server over https and write https:// in its url",
+                "url",
             )
 
     def check_peer(self, item: Declared) -> None:
@@ -1048,3 +1096,25 @@ def _install_config(policy: PolicySpec, peers: list[Peer]) -> dict[str, Any]:
     if policy.config:
         out.update(d.flatten(policy.config))
     return out
+
+
+def _clear_text_allowed(url: str) -> bool:
+    """RoomLink's rule for a URL that carries credentials: https, or plain http toward loopback."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    if parts.scheme == "https":
+        return True
+    if parts.scheme != "http" or not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
 import shutil
 import sys
@@ -19,14 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import configfile, cronstore, envfile, profilemeta
+from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir, resolve_root
 from controller.core import jobs
-from controller.engine import observing
+from controller.core.inventory import INSTALL_KEY, split_key
+from controller.engine import observing, records
 from controller.errors import ExitCode, UsageError
-from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, naming
+from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, defaults, naming, platforms
+from controller.manifests.desired import flatten, unflatten
 from controller.manifests.models.bots import BLOB_SILHOUETTES, GEOMETRIC_SHAPES
 
-SCHEMA_LINE = "# yaml-language-server: $schema=https://hermes-fleet.dev/schemas/v1/hermes-fleet.json\n"
+SCHEMA_FILE = Path("schemas") / "hermes-fleet.json"  # where `init` puts it, as this repository does
 BOT_CONFIG_TYPED = ("model", "toolsets", "skills", "mcp_servers", "tts", "checkpoints")
 INSTALL_TYPED = {
     "gateway.bot_loop_guard": ("gateway", "bot_loop_guard"),
@@ -48,13 +52,44 @@ class Export:
     souls: dict[str, str] = field(default_factory=dict)  # bot -> SOUL.md text
     avatars: dict[str, Path] = field(default_factory=dict)  # bot -> image file in the home
     warnings: list[str] = field(default_factory=list)
+    # The root's config leaves and .env keys: a bot holding the same value inherits it (apply writes
+    # install-wide settings into every bot), so it is exported once, install-wide.
+    install: tuple[dict[str, Any], dict[str, str]] = field(default_factory=lambda: ({}, {}))
+    # Config keys a fleet of this home applied, per profile: kept even when they equal Hermes'
+    # default (someone declared them); other default-valued keys are Hermes' and left out.
+    declared: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+def _declared_keys(root: Path) -> dict[str, frozenset[str]]:
+    out: dict[str, set[str]] = {}
+    for fleet in inventory_file.all_fleets(root):
+        for key, entry in records.load(root, fleet).objects.items():
+            kind, name = split_key(key)
+            profile = DEFAULT_PROFILE if key == INSTALL_KEY else name
+            if kind in ("bot", "install"):
+                fields = entry.get("applied", {})
+                out.setdefault(profile, set()).update(f[7:] for f in fields if f.startswith("config:"))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _install_values(root: Path, keep: frozenset[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    data = defaults.without_defaults(configfile.ConfigDoc.load(root / "config.yaml").as_dict(), keep=keep)
+    config = flatten({k: v for k, v in data.items() if k not in HERMES_OWNED_KEYS})
+    return config, envfile.read_env(root / ".env").as_dict()
+
+
+def _not_inherited(data: dict[str, Any], install: dict[str, Any]) -> dict[str, Any]:
+    """A bot's config without the leaves it holds only because the install-wide settings set them."""
+    kept = {k: v for k, v in flatten(data).items() if not (k in install and install[k] == v)}
+    return unflatten(kept)
 
 
 # --- reading the home ----------------------------------------------------------------------------
 
 
 def export_home(root: Path, fleet: str, bots: list[str] | None = None, *, gateway: Any = None) -> Export:
-    out = Export(fleet=fleet)
+    out = Export(fleet=fleet, declared=_declared_keys(root))
+    out.install = _install_values(root, out.declared.get(DEFAULT_PROFILE, frozenset()))
     names = bots if bots else _all_bots(root)
     for name in names:
         if name != DEFAULT_PROFILE and not profile_dir(root, name).is_dir():
@@ -118,8 +153,10 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
     if meta.display_name:
         bot["display_name"] = meta.display_name
     if name != DEFAULT_PROFILE:
-        bot.update(_bot_config(configfile.ConfigDoc.load(path / "config.yaml"), name, out))
-        env = _env_refs(envfile.read_env(path / ".env"), skip=set())
+        bot.update(_bot_config(configfile.ConfigDoc.load(path / "config.yaml"), name, out, out.declared.get(name, frozenset())))
+        root_env = out.install[1]
+        own_env = envfile.read_env(path / ".env")
+        env = _env_refs(own_env, skip={k for k, v in own_env.as_dict().items() if root_env.get(k) == v})
         if env:
             bot["env"] = env
     soul = path / "SOUL.md"
@@ -141,8 +178,8 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
     return bot
 
 
-def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export) -> dict[str, Any]:
-    data = doc.as_dict()
+def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export, keep: frozenset[str] = frozenset()) -> dict[str, Any]:
+    data = _not_inherited(defaults.without_defaults(doc.as_dict(), keep=keep), out.install[0])
     result: dict[str, Any] = {}
     model = data.get("model")
     if isinstance(model, dict):
@@ -151,8 +188,9 @@ def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export) -> dict[str, A
             result["model"] = pin
     elif isinstance(model, str) and model:
         result["model"] = {"default": model}
-    if isinstance(data.get("toolsets"), list):
-        result["toolsets"] = data["toolsets"]
+    toolsets = _toolsets(data, bot, out)
+    if toolsets is not None:
+        result["toolsets"] = toolsets
     skills = data.get("skills")
     if isinstance(skills, dict):
         picked = {k: skills[k] for k in ("disabled", "platform_disabled") if skills.get(k) is not None}
@@ -176,6 +214,27 @@ def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export) -> dict[str, A
     if "config" in result and "skills" in result["config"]:
         result["config"] = {**result["config"], **{f"skills.{k}": v for k, v in result["config"].pop("skills").items()}}
     return result
+
+
+def _toolsets(data: dict[str, Any], bot: str, out: Export) -> list[Any] | None:
+    """`toolsets:` when the same list is pinned on every platform (what apply writes); a partial
+    `platform_toolsets` stays passthrough config. The top-level `toolsets:` key picks no tools in
+    Hermes (docs/hermes/files.md#toolsets), so it is left out with a warning."""
+    legacy = data.pop("toolsets", None)
+    if legacy is not None:
+        out.warnings.append(f"{bot}: config.yaml toolsets: {legacy} picks no tools in Hermes and was left out")
+    pinned = data.get(platforms.TOOLSETS_KEY)
+    if not isinstance(pinned, dict):
+        return None
+    lists = [pinned.get(p) for p in platforms.PLATFORMS_0_19]
+    if all(isinstance(x, list) for x in lists) and all(x == lists[0] for x in lists):
+        rest = {k: v for k, v in pinned.items() if k not in platforms.PLATFORMS_0_19}
+        if rest:
+            data[platforms.TOOLSETS_KEY] = rest
+        else:
+            del data[platforms.TOOLSETS_KEY]
+        return lists[0]
+    return None
 
 
 def _mcp(server: dict[str, Any], where: str, out: Export) -> dict[str, Any]:
@@ -337,7 +396,7 @@ def _routine(job: dict[str, Any], title: str, bot: str, out: Export) -> dict[str
 
 def _export_install(root: Path, out: Export) -> None:
     doc = configfile.ConfigDoc.load(root / "config.yaml")
-    data = doc.as_dict()
+    data = defaults.without_defaults(doc.as_dict(), keep=out.declared.get(DEFAULT_PROFILE, frozenset()))
     env = envfile.read_env(root / ".env")
     peer_keys = set()
     for name, entry in (data.get("bot_peers") or {}).items():
@@ -412,7 +471,23 @@ def _bot_with_soul(bot: dict[str, Any], ex: Export, souls_dir: str | None) -> di
     return bot
 
 
-def render_single(ex: Export) -> str:
+def find_schema(folder: Path) -> Path | None:
+    """The nearest `schemas/hermes-fleet.json` in `folder` or a folder above it (a repository made by
+    `hermes-fleet init`, or a clone of hermes-fleet), for the editor's `$schema` reference."""
+    for candidate in (folder.resolve(), *folder.resolve().parents):
+        if (candidate / SCHEMA_FILE).is_file():
+            return candidate / SCHEMA_FILE
+    return None
+
+
+def schema_line(schema: Path | None, folder: Path) -> str:
+    """The yaml-language-server modeline for a file in `folder`: a relative path that resolves, or nothing."""
+    if schema is None:
+        return ""
+    return f"# yaml-language-server: $schema={os.path.relpath(schema, folder.resolve())}\n"
+
+
+def render_single(ex: Export, schema_ref: str = "") -> str:
     spec: dict[str, Any] = {}
     if ex.sections:
         spec["sections"] = list(ex.sections.values())
@@ -423,10 +498,10 @@ def render_single(ex: Export) -> str:
         spec["peers"] = ex.peers
     spec.update(ex.policy)
     doc = {"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": ex.fleet}, "spec": spec}
-    return SCHEMA_LINE + _dump(doc)
+    return schema_ref + _dump(doc)
 
 
-def write_split(ex: Export, folder: Path) -> list[Path]:
+def write_split(ex: Export, folder: Path, schema: Path | None = None) -> list[Path]:
     """A folder per kind: fleet.yaml (policy), sections.yaml, peers.yaml, bots/<bot>.yaml with
     bots/souls/ and bots/avatars/ beside them (referenced files must sit inside a manifest's folder)."""
     written: list[Path] = []
@@ -435,7 +510,7 @@ def write_split(ex: Export, folder: Path) -> list[Path]:
     def put(rel: str, docs: list[dict[str, Any]]) -> None:
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = SCHEMA_LINE + "---\n".join(_dump(d) for d in docs)
+        text = schema_line(schema, path.parent) + "---\n".join(_dump(d) for d in docs)
         path.write_text(text, encoding="utf-8")
         written.append(path)
 
@@ -523,11 +598,28 @@ def _copy_avatars(ex: Export, folder: Path) -> list[Path]:
     return written
 
 
+def default_fleet(root: Path) -> str:
+    """The fleet name when --fleet is not given: the home's one owner, else `exported`.
+
+    A home managed by several fleets has no good default (the export would conflict with each of
+    them), so that is a usage error that names them.
+    """
+    from controller.adapters import inventory
+
+    owners = inventory.all_fleets(root)
+    if len(owners) > 1:
+        raise UsageError(
+            f"{root} is managed by {len(owners)} fleets ({', '.join(owners)}), so the export has no default fleet name",
+            hint="pass --fleet NAME (and --bot NAME for that fleet's bots)",
+        )
+    return owners[0] if owners else "exported"
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     root = resolve_root(args.home)
     if not root.is_dir():
         raise UsageError(f"no Hermes home at {root}", hint="pass --home DIR")
-    fleet = args.fleet
+    fleet = args.fleet or default_fleet(root)
     if naming.profile_name_problem(fleet):
         raise UsageError(f"invalid fleet name {fleet!r}", hint="use ^[a-z0-9][a-z0-9_-]{0,63}$")
     gateway = None
@@ -536,13 +628,21 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         gateway = gw.GatewayOptions(url=args.gateway, token_env=args.gateway_token_env, timeout=args.gateway_timeout)
     ex = export_home(root, fleet, args.bots, gateway=gateway)
+    to_file = args.split or (args.output if args.output and args.output != "-" else None)
+    where = Path(args.split) if args.split else (Path(to_file).parent if to_file else Path.cwd())
+    schema = find_schema(where)
+    if schema is None:
+        ex.warnings.append(
+            f"no {SCHEMA_FILE} in {where} or a folder above it, so no $schema line was written; for editor "
+            f"completion run `hermes-fleet schema > {SCHEMA_FILE}` at the repository root and export again"
+        )
     if args.split:
-        written = write_split(ex, Path(args.split))
+        written = write_split(ex, Path(args.split), schema)
         print(f"wrote {len(written)} file(s) under {args.split}", file=sys.stderr)
-    elif args.output and args.output != "-":
-        target = Path(args.output)
+    elif to_file:
+        target = Path(to_file)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_single(ex), encoding="utf-8")
+        target.write_text(render_single(ex, schema_line(schema, target.parent)), encoding="utf-8")
         _copy_avatars(ex, target.parent)
         print(f"wrote {target}", file=sys.stderr)
     else:
@@ -551,7 +651,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             for bot in ex.bots:
                 if bot.get("avatar", {}).get("kind") == "image":
                     bot.pop("avatar")
-        sys.stdout.write(render_single(ex))
+        sys.stdout.write(render_single(ex, schema_line(schema, Path.cwd())))
+    print(f"hermes-fleet export: fleet {fleet!r}" + ("" if args.fleet else " (default; --fleet names it)"), file=sys.stderr)
     for warning in ex.warnings:
         print(f"hermes-fleet export: warning: {warning}", file=sys.stderr)
     return ExitCode.OK

@@ -17,18 +17,24 @@ from controller.verbs import common, reporting
 def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
     result = common.load_valid(args)
     assert result.state is not None
-    return reconciling.plan_home(
-        resolve_root(args.home),
-        result.state,
-        result.files,
-        options=common.options(args, **overrides),
-        gateway=common.gateway_options(args),
-    )
+    gateway = common.gateway_options(args)
+    try:
+        return reconciling.plan_home(
+            resolve_root(args.home),
+            result.state,
+            result.files,
+            options=common.options(args, **overrides),
+            gateway=gateway,
+            hermes_version=getattr(args, "hermes_version", None),
+        )
+    finally:
+        gateway.release()
 
 
 def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan") -> None:
     if args.output == "json":
         reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind))
+        common.wrote_report(args)
         return
     color = reporting.use_color(sys.stdout, args.color)
     reporting.write(reporting.plan_text(planned.plan, home=str(planned.root), color=color))
@@ -70,6 +76,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         before_apply=show,
         on_conflict=lambda p: render_plan(p, args, kind="apply"),
         gateway=common.gateway_options(args),
+        hermes_version=args.hermes_version,
     )
     plan = planned.plan
     if text_mode:
@@ -82,5 +89,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if plan.errors and text_mode:
             for change in plan.errors:
                 print(f"hermes-fleet: {change.key} not applied: {change.reason}", file=sys.stderr)
-        return ExitCode.FAILED
+        # An object that kept changing under the apply (a room edited meanwhile) is a conflict.
+        return ExitCode.CONFLICT if any(o.conflict for o in results.failed) else ExitCode.FAILED
     return ExitCode.OK

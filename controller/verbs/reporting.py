@@ -112,6 +112,43 @@ def validation_json(result: ValidationResult, *, strict: bool) -> str:
     return json.dumps(payload, indent=2) + "\n"
 
 
+def validation_json_fleets(results: list[ValidationResult], *, strict: bool) -> str:
+    """One JSON document for one or several fleets: the totals at the top, each fleet in `fleets[]`.
+
+    With one fleet the top level is exactly `validation_json`'s document; `fleet` and `digest` are
+    null there when the paths hold several fleets (each entry of `fleets[]` has its own).
+    """
+    per_fleet = [json.loads(validation_json(r, strict=strict)) for r in results]
+    if len(per_fleet) == 1:
+        top = dict(per_fleet[0])
+    else:
+        top = json.loads(validation_json(merged_result(results), strict=strict))
+        top["valid"] = all(f["valid"] for f in per_fleet)
+    payload = {"schemaVersion": JSON_SCHEMA_VERSION, "kind": "validate", **top}
+    payload["fleets"] = [{k: v for k, v in f.items() if k != "schemaVersion"} for f in per_fleet]
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def merged_result(results: list[ValidationResult]) -> ValidationResult:
+    """Several fleets' results as one (for the formats that have no notion of a fleet: github, junit)."""
+    if len(results) == 1:
+        return results[0]
+    files = list(dict.fromkeys(f for r in results for f in r.files))
+    diagnostics = sorted((d for r in results for d in r.diagnostics), key=lambda x: (x.file, x.line, x.column))
+    return ValidationResult(diagnostics, None, files, sum(r.documents for r in results))
+
+
+def validation_text_fleets(results: list[ValidationResult], *, strict: bool, color: bool) -> str:
+    """Each fleet's findings and verdict line; with several fleets, a last line counting them."""
+    text = "".join(validation_text(r, strict=strict, color=color) for r in results)
+    if len(results) > 1:
+        bad = sum(1 for r in results if r.errors or r.state is None or (strict and r.warnings))
+        p = Palette(color)
+        verdict = p.red("invalid") if bad else p.green("valid")
+        text += f"{verdict}: {len(results)} fleet(s), {len(results) - bad} valid, {bad} invalid\n"
+    return text
+
+
 def _gh_escape(text: str, *, prop: bool = False) -> str:
     text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     if prop:
@@ -258,6 +295,7 @@ def plan_text(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> s
             else:
                 body = f"{f.field}: {_fmt(f.old)} -> {_fmt(f.new)}"
             mark = p.yellow("  (drift: changed outside hermes-fleet)") if f.drift else ""
+            mark += p.dim("  (install-wide)") if f.inherited else ""
             lines.append("    " + paint[s](s) + " " + body + mark)
     if quiet:
         lines.append(p.dim(f"= {quiet} object(s) unchanged"))
@@ -318,6 +356,7 @@ def plan_json(plan: Plan, *, home: str, results: ApplyResult | None = None, kind
                         "new": shown(f.new),
                         "secret": f.secret,
                         "drift": f.drift,
+                        "inherited": f.inherited,
                     }
                     for f in c.fields
                 ],

@@ -3,26 +3,49 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from controller.adapters import profiles
 from controller.adapters.home import resolve_root
 from controller.engine import restoring
 from controller.errors import ExitCode
+from controller.verbs import common, reporting
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
     root = resolve_root(args.home)
+    as_json = getattr(args, "output", "text") == "json"
     if not args.backup:
         backups = profiles.list_backups(root)
+        if as_json:
+            _json(
+                args,
+                home=str(root),
+                backups=[
+                    {"backup": b.path.name, "path": str(b.path), "profile": b.name, "fleet": b.fleet, "created_at": b.created_at}
+                    for b in backups
+                ],
+            )
+            return ExitCode.OK
         if not backups:
             print(f"No backups under {profiles.backups_dir(root)}.")
         for b in backups:
             print(f"{b.path.name}\tprofile {b.name}\tfleet {b.fleet}\t{b.created_at}")
         return ExitCode.OK
     info, given_back = restoring.restore(root, args.backup)
+    path = profiles.profile_dir(root, info.name)
+    if as_json:
+        restored = {"profile": info.name, "path": str(path), "fleet": info.fleet or None, "records_restored": given_back}
+        _json(args, home=str(root), restored=restored)
+        return ExitCode.OK
     owned = f"fleet {info.fleet!r} owns it again ({given_back} inventory record(s) restored)" if info.fleet else "no fleet"
     print(
-        f"Restored {profiles.profile_dir(root, info.name)}; {owned}. Keep it in the manifests and apply: "
+        f"Restored {path}; {owned}. Keep it in the manifests and apply: "
         "it converges without --adopt (left out of them, the next apply lists it as an orphan)."
     )
     return ExitCode.OK
+
+
+def _json(args: argparse.Namespace, **fields: object) -> None:
+    reporting.write(json.dumps({"schemaVersion": reporting.JSON_SCHEMA_VERSION, "kind": "restore", **fields}, indent=2) + "\n")
+    common.wrote_report(args)

@@ -18,7 +18,7 @@ def build_source(args: argparse.Namespace, root: Path) -> LocalSource | GitSourc
         return GitSource(args.git, ref=args.ref, path=args.path, cache_root=state_dir(root) / "git", ssh_key=args.ssh_key)
     if not args.files:
         raise UsageError("watch needs -f PATH or --git URL")
-    return LocalSource(args.files, recursive=args.recursive)
+    return LocalSource(args.files, recursive=True)  # folders are read with their sub-folders, as in apply
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

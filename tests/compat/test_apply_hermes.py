@@ -67,7 +67,7 @@ def test_hermes_sees_what_the_manifest_says(hermes: HermesCLI, hermes_root: Path
     assert {"default", "researcher", "writer"} <= set(listed_profiles(hermes))
     assert config_get(hermes, "researcher", "model.default") == "claude-opus-4"
     assert config_get(hermes, "researcher", "model.provider") == "anthropic"
-    assert config_get(hermes, "researcher", "toolsets").split() == ["-", "web", "-", "terminal"]
+    assert config_get(hermes, "researcher", "platform_toolsets.cli").split() == ["-", "web", "-", "terminal"]
     assert config_get(hermes, "researcher", "approvals.mode") == "manual"
     assert config_get(hermes, "researcher", "memory.memory_char_limit") == "4000"
     assert config_get(hermes, "writer", "agent.max_turns") == "12"

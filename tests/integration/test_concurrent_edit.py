@@ -42,7 +42,7 @@ def test_a_config_key_written_by_hermes_mid_apply_survives(home: Path, manifests
     assert run.code == 0, run.text
     assert played, "the race was not played"
     data = read_yaml(profile(home, "scout") / "config.yaml")
-    assert data["hermes_wrote_this"] == 1 and data["toolsets"] == ["web", "terminal"]
+    assert data["hermes_wrote_this"] == 1 and data["platform_toolsets"]["cli"] == ["web", "terminal"]
 
 
 def test_an_env_key_written_by_hermes_mid_apply_survives(home: Path, manifests: Path, other_writer):
@@ -82,4 +82,4 @@ def test_a_config_yaml_with_windows_line_endings_is_still_writable(home: Path, m
     run = apply(write_fleet(manifests, [{"name": "scout", "toolsets": ["web"]}]), home)
     assert run.code == 0, run.text
     data = read_yaml(config)
-    assert data["custom_key"] == 1 and data["agent"]["max_turns"] == 7 and data["toolsets"] == ["web"]
+    assert data["custom_key"] == 1 and data["agent"]["max_turns"] == 7 and data["platform_toolsets"]["cli"] == ["web"]

@@ -68,7 +68,8 @@ def test_only_managed_config_keys_change(home: Path, manifests: Path) -> None:
     assert "_config_version: 33" in text
     data = read_yaml(bot / "config.yaml")
     assert data["model"] == {"provider": "anthropic", "default": "claude-opus-4"}
-    assert data["toolsets"] == ["web"]
+    assert "toolsets" not in data  # Hermes picks tools per platform (docs/hermes/files.md#toolsets)
+    assert data["platform_toolsets"]["cli"] == ["web"] and data["platform_toolsets"]["cron"] == ["web"]
     assert data["memory"] == {"memory_char_limit": 4000}
     # Untouched keys keep their order (new keys are appended after them).
     order = list(data)
@@ -147,7 +148,8 @@ def test_other_env_lines_are_kept(home: Path, manifests: Path) -> None:
     assert mode(bot / ".env") == 0o600
 
 
-def test_peer_key_goes_to_the_root_env(home: Path, manifests: Path) -> None:
+def test_peer_key_goes_to_the_root_env_and_every_bot(home: Path, manifests: Path) -> None:
+    """A bot's process loads only its own .env (docs/hermes/home.md#what-a-bot-reads): the key is in both."""
     home.mkdir()
     (home / ".env").write_text("ROOT_ONLY=1\n")
     manifest = write_fleet(
@@ -159,8 +161,9 @@ def test_peer_key_goes_to_the_root_env(home: Path, manifests: Path) -> None:
     root_env = envfile.read_env(home / ".env")
     assert root_env.get("HERMES_PEER_MY_BOX_KEY") == SECRET_PEER
     assert root_env.get("ROOT_ONLY") == "1"
-    assert "HERMES_PEER" not in (profile(home, "researcher") / ".env").read_text()
+    assert envfile.read_env(profile(home, "researcher") / ".env").get("HERMES_PEER_MY_BOX_KEY") == SECRET_PEER
     assert read_yaml(home / "config.yaml")["bot_peers"] == {"my-box": {"url": "http://box.lan:8642"}}
+    assert read_yaml(profile(home, "researcher") / "config.yaml")["bot_peers"] == {"my-box": {"url": "http://box.lan:8642"}}
     assert_converged(manifest, home)
 
 

@@ -188,12 +188,11 @@ def test_install_wide_settings_land_in_the_root_config(home: Path, manifests: Pa
     assert data["bot_peers"] == {"spark": {"url": "http://spark.lan:8642", "note": "lab"}}
     assert data["timezone"] == "Europe/Berlin" and data["display"] == {"bell": True}
     assert envfile.read_env(home / ".env").get("HERMES_PEER_SPARK_KEY") == SECRET_PEER
-    # None of it lands in the bot's own profile.
-    assert (
-        "bot_peers" not in (profile(home, "bot") / "config.yaml").read_text()
-        if (profile(home, "bot") / "config.yaml").exists()
-        else True
-    )
+    # Every bot gets it too: a bot's process reads only its own profile (docs/hermes/home.md#what-a-bot-reads).
+    bot = read_yaml(profile(home, "bot") / "config.yaml")
+    assert bot["checkpoints"] == {"enabled": True, "max_snapshots": 7} and bot["timezone"] == "Europe/Berlin"
+    assert bot["bot_peers"] == {"spark": {"url": "http://spark.lan:8642", "note": "lab"}}
+    assert envfile.read_env(profile(home, "bot") / ".env").get("HERMES_PEER_SPARK_KEY") == SECRET_PEER
     assert_converged(manifest, home)
 
     # Dropping a policy key from the manifests removes it from the root config (untouched since).
@@ -203,6 +202,10 @@ def test_install_wide_settings_land_in_the_root_config(home: Path, manifests: Pa
     assert "display" not in data and "bot_peers" not in data and "gateway" not in data
     assert data["unmanaged"] == "keep"
     assert "HERMES_PEER_SPARK_KEY" not in (home / ".env").read_text()
+    # ... and from every bot, where this fleet wrote it.
+    bot = read_yaml(profile(home, "bot") / "config.yaml")
+    assert "bot_peers" not in bot and "checkpoints" not in bot and bot["timezone"] == "Europe/Berlin"
+    assert "HERMES_PEER_SPARK_KEY" not in (profile(home, "bot") / ".env").read_text()
     assert_converged(manifest, home)
 
 

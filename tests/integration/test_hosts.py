@@ -19,7 +19,7 @@ spec:
     - {name: R, members: [a, c], host: alpha}
     - {name: S, members: [a, betabox/b], host: alpha}
   peers:
-    - {name: betabox, url: "http://beta:8642", host: alpha, key: {from_env: BETA_KEY}}
+    - {name: betabox, url: "https://beta:8642", host: alpha, key: {from_env: BETA_KEY}}
 """
 
 

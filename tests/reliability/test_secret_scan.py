@@ -10,6 +10,7 @@ are meant to hold it: `profiles/alpha/.env` (OPENROUTER_API_KEY) and the root `.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 from pathlib import Path
 
@@ -22,7 +23,18 @@ from tests.reliability.conftest import Pristine
 
 pytestmark = [pytest.mark.hermes]
 
-INTENDED = {".env": {scenario.SECRET_PEER}, "profiles/alpha/.env": {scenario.SECRET_OR_V1, scenario.SECRET_OR_V2}}
+# Where each secret may be: the peer key is install-wide, so it is in the root's .env and in every
+# bot's own .env (a bot reads only its own profile), and in the backup of a pruned bot's profile.
+INTENDED = {
+    ".env": {scenario.SECRET_PEER},
+    "profiles/*/.env": {scenario.SECRET_PEER},
+    ".hermes-fleet/backups/*/profile/.env": {scenario.SECRET_PEER},
+    "profiles/alpha/.env": {scenario.SECRET_PEER, scenario.SECRET_OR_V1, scenario.SECRET_OR_V2},
+}
+
+
+def intended(rel: str) -> set[str]:
+    return set().union(*(secrets for pattern, secrets in INTENDED.items() if fnmatch.fnmatchcase(rel, pattern)))
 
 
 def test_secrets_appear_only_in_their_env_files(pristine: Pristine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,5 +92,5 @@ def test_secrets_appear_only_in_their_env_files(pristine: Pristine, tmp_path: Pa
             scanned += 1
             for secret in scenario.SECRETS:
                 if secret.encode() in data:
-                    assert secret in INTENDED.get(rel, set()), f"{rel} holds a secret"
+                    assert secret in intended(rel), f"{rel} holds a secret"
     assert scanned > 30

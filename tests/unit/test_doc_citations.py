@@ -51,3 +51,36 @@ def test_every_reason_code_is_documented() -> None:
 
     table = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
     assert [code.value for code in Reason if f"| `{code.value}` |" not in table] == []
+
+
+def _effect_rows() -> list[list[str]]:
+    text = (REPO / "docs" / "manifest.md").read_text(encoding="utf-8")
+    section = text.split("\n## Effect\n", 1)[1].split("\n## ", 1)[0]
+    return [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| ") and "---" not in line
+    ][1:]
+
+
+def test_the_effect_table_covers_every_field_and_names_tests_that_exist() -> None:
+    """docs/manifest.md "Effect": every Bot and Fleet/Policy field has a row, every row a real test."""
+    from controller.manifests.models import Bot, FleetSpec
+
+    rows = _effect_rows()
+    text = " ".join(row[0] for row in rows)
+    bot_fields = set(Bot.model_fields) - {"name", "host", "renamed_from"}  # names and placement, no Hermes key
+    fleet_fields = {"config", "checkpoints", "gateway"}
+    assert set(FleetSpec.model_fields) >= fleet_fields
+    missing = [f for f in sorted(bot_fields) if f"`{f}`" not in text and f != "soul_file"]
+    missing += [f"Fleet {f}" for f in sorted(fleet_fields) if f"Fleet/Policy `{f}`" not in text]
+    assert missing == []
+    effect_tests = (REPO / "tests" / "effect" / "test_effect_hermes.py").read_text(encoding="utf-8")
+    for row in rows:
+        for ref in re.findall(r"`([^`]+)`", row[3]):
+            if ref.startswith("effect::"):
+                assert f"def {ref.removeprefix('effect::')}(" in effect_tests, ref
+            else:
+                path, _, name = ref.partition("::")
+                assert (REPO / path).is_file(), ref
+                assert not name or f"def {name}(" in (REPO / path).read_text(encoding="utf-8"), ref

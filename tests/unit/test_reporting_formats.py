@@ -124,8 +124,9 @@ def test_json_shape_when_valid(manifests, capsys) -> None:
     code, out = run(capsys, "validate", "-o", "json", "-f", str(manifests["valid"]))
     payload = json.loads(out)
     assert code == 0
-    assert set(payload) == {"schemaVersion", "valid", "fleet", "digest", "summary", "diagnostics"}
-    assert payload["schemaVersion"] == 1
+    assert set(payload) == {"schemaVersion", "kind", "valid", "fleet", "digest", "summary", "diagnostics", "fleets"}
+    assert payload["schemaVersion"] == 1 and payload["kind"] == "validate"
+    assert payload["fleets"] == [{k: v for k, v in payload.items() if k not in ("schemaVersion", "kind", "fleets")}]
     assert payload["valid"] is True
     assert payload["fleet"] == "acme"
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", payload["digest"])

@@ -7,7 +7,7 @@ before routines and rooms look at what their bots will do.
 
 from __future__ import annotations
 
-from controller.core.planning import bots, prune, rooms, routines
+from controller.core.planning import bots, notes, prune, rooms, routines
 from controller.core.types import Action, Inputs, Kind, ObjectChange, Plan
 
 
@@ -21,6 +21,12 @@ def plan(inputs: Inputs) -> Plan:
     for name, bot in state.bots.items():
         changes += routines.plan_routines(inputs, bot, bot_actions[name])
     changes += routines.plan_routine_orphans(inputs, bot_actions)
-    room_changes, notes = rooms.plan_rooms(inputs, bot_actions)
+    room_changes, room_notes = rooms.plan_rooms(inputs, bot_actions)
     changes += room_changes
-    return Plan(fleet=state.fleet, digest=state.digest, changes=tuple(changes), prune=inputs.options.prune, notes=tuple(notes))
+    return Plan(
+        fleet=state.fleet,
+        digest=state.digest,
+        changes=tuple(changes),
+        prune=inputs.options.prune,
+        notes=tuple(notes.plan_notes(inputs) + room_notes),
+    )

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from controller.core import drift
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key
-from controller.core.types import Action, FieldChange, Inputs, Kind, LiveProfile, ObjectChange, Op, Reason
+from controller.core.types import Action, FieldChange, Inputs, Kind, LiveProfile, ObjectChange, Observed, Op, Reason
 from controller.hermes import DEFAULT_PROFILE
 from controller.manifests.desired import DesiredBot, DesiredState
 
@@ -32,15 +33,53 @@ META_CLEAR: dict[str, Any] = {
     "imageKind": None,
     "custom": False,
 }
-# Fields that stay as they are when the manifests stop managing them (a persona, a chat history).
-KEPT_ON_RELEASE = ("soul", "botchat")
+# Fields that stay as they are when the manifests stop managing them (a persona, a chat history,
+# the Bot Mode record itself).
+KEPT_ON_RELEASE = ("soul", "botchat", "botmode")
+
+
+@dataclass(frozen=True)
+class BotDesired:
+    """What one bot should hold: its own settings plus what it inherits from the install-wide ones."""
+
+    fields: dict[str, Any]
+    secret_keys: frozenset[str]
+    inherited: frozenset[str]  # field names that come from the install-wide settings
+
+
+def _overridden(key: str, own: Mapping[str, Any]) -> bool:
+    """A bot's own config key wins over an install-wide one at, above or below the same path."""
+    return any(key == k or key.startswith(k + ".") or k.startswith(key + ".") for k in own)
+
+
+def bot_desired(state: DesiredState, obs: Observed, bot: DesiredBot) -> BotDesired:
+    """A bot's desired fields. A bot's process reads only its own profile's config.yaml and .env
+    (docs/hermes/home.md#what-a-bot-reads), so the install-wide settings are written into every bot
+    as well as into the root; the `default` bot is the root and gets them through `install/root`."""
+    config = dict(bot.config)
+    env = dict(obs.env_values.get(bot.name, {}))
+    secret_keys = set(obs.secret_keys.get(bot.name, frozenset()))
+    inherited: set[str] = set()
+    if bot.name != DEFAULT_PROFILE:
+        for key, value in state.install_config.items():
+            if not _overridden(key, bot.config):
+                config[key] = value
+                inherited.add(f"config:{key}")
+        for key, value in obs.env_values.get("", {}).items():
+            if key not in bot.env:
+                env[key] = value
+                inherited.add(f"env:{key}")
+        secret_keys |= {k for k in obs.secret_keys.get("", frozenset()) if k not in bot.env}
+    fields = desired_fields(bot, env, obs.avatars.get(bot.name), config=config)
+    return BotDesired(fields, frozenset(secret_keys), frozenset(inherited))
 
 
 # --- field values ------------------------------------------------------------------------------
 
 
-def desired_fields(bot: DesiredBot, env_values: Mapping[str, str], avatar: tuple[str, str] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {f"config:{k}": v for k, v in bot.config.items()}
+def desired_fields(bot: DesiredBot, env_values: Mapping[str, str], avatar: tuple[str, str] | None, *,
+                   config: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    out: dict[str, Any] = {f"config:{k}": v for k, v in (bot.config if config is None else config).items()}
     out.update({f"env:{k}": v for k, v in env_values.items()})
     if bot.description is not None:
         # Top-level profile.yaml description only: that is what Desktop writes and reads (via
@@ -62,6 +101,7 @@ def desired_fields(bot: DesiredBot, env_values: Mapping[str, str], avatar: tuple
     if avatar is not None:
         out["avatar"] = f"{avatar[0]}:{avatar[1]}"
     out["botchat"] = True
+    out["botmode"] = True  # every managed bot carries a ui_meta['hermes-bots'] record
     return out
 
 
@@ -90,6 +130,7 @@ def diff_fields(
     applied: Mapping[str, Any],
     secret_keys: frozenset[str] | set[str],
     inventory: Inventory,
+    inherited: frozenset[str] = frozenset(),
 ) -> list[FieldChange]:
     changes: list[FieldChange] = []
     for name in sorted(set(desired) | set(applied)):
@@ -115,6 +156,7 @@ def diff_fields(
                     shown(name, desired[name], secret),
                     secret,
                     drifted,
+                    inherited=name in inherited,
                 )
             )
         elif present and not drifted and name not in KEPT_ON_RELEASE and live_raw != clear_value(name):
@@ -190,9 +232,13 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
         return change(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
     if bot.name in obs.secret_errors:
         return change(Action.ERROR, Reason.SECRET_UNAVAILABLE, obs.secret_errors[bot.name])
-    desired = desired_fields(bot, obs.env_values.get(bot.name, {}), obs.avatars.get(bot.name))
+    if "" in obs.secret_errors and bot.name != DEFAULT_PROFILE and set(inputs.state.install_env) - set(bot.env):
+        # Planned without the missing key, the bot would lose it: it waits for the secret instead.
+        return change(Action.ERROR, Reason.SECRET_UNAVAILABLE, f"inherits install-wide {obs.secret_errors['']}")
+    want = bot_desired(inputs.state, obs, bot)
+    desired = want.fields
     applied = inputs.inventory.applied(key) if owned else {}
-    secret_keys = obs.secret_keys.get(bot.name, frozenset())
+    secret_keys = want.secret_keys
     if not live.exists and bot.name != DEFAULT_PROFILE:
         if live.tombstoned:
             return change(
@@ -201,13 +247,13 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
                 f"profiles/.deleted/{bot.name} marks this profile as "
                 "deleted by Hermes; remove the tombstone with `hermes profile create` or rename the bot",
             )
-        fields = diff_fields(desired, live, {}, secret_keys, inputs.inventory)
+        fields = diff_fields(desired, live, {}, secret_keys, inputs.inventory, want.inherited)
         if owned:
             return change(
                 Action.CREATE, Reason.RECREATED, "profile was deleted outside hermes-fleet; recreating it", fields, drifted=True
             )
         return change(Action.CREATE, Reason.NEW, "profile does not exist", fields)
-    fields = diff_fields(desired, live, applied, secret_keys, inputs.inventory)
+    fields = diff_fields(desired, live, applied, secret_keys, inputs.inventory, want.inherited)
     if owned:
         return change(
             Action.UPDATE if fields else Action.NOOP,

@@ -16,7 +16,7 @@ from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir
 from controller.core import jobs
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_key, routine_parts, split_key
-from controller.core.planning.bots import applied_record, clear_value, desired_fields, install_fields, owned_by
+from controller.core.planning.bots import applied_record, bot_desired, clear_value, install_fields, owned_by
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
 from controller.hermes.env import PROFILE_ENV_HEADER
@@ -67,10 +67,10 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs) -> None:
         fsio.make_dirs(root, mode=0o700)
     elif change.action is Action.ADOPT or inventory_file.read_marker(root, name) is None:
         inventory_file.write_marker(path, fleet, name)
-    desired = desired_fields(bot, obs.env_values.get(name, {}), obs.avatars.get(name))
-    write_fields(path, change.fields, desired, bot=bot)
+    want = bot_desired(inputs.state, obs, bot)
+    write_fields(path, change.fields, want.fields, bot=bot)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted"}.get(change.action, "updated")
-    record(inventory, bot_key(name), desired, obs.secret_keys.get(name, frozenset()), verb)
+    record(inventory, bot_key(name), want.fields, want.secret_keys, verb)
 
 
 def owned_with(key: str, bot: str) -> bool:
@@ -99,8 +99,8 @@ def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
         )
     ):
         bot = inputs.state.bots[change.name]
-        desired = desired_fields(bot, obs.env_values.get(change.name, {}), obs.avatars.get(change.name))
-        key, secret_keys = bot_key(change.name), obs.secret_keys.get(change.name, frozenset())
+        want = bot_desired(inputs.state, obs, bot)
+        desired, key, secret_keys = want.fields, bot_key(change.name), want.secret_keys
     elif change.kind is Kind.ROUTINE and change.ref:
         entry = inventory.objects.get(routine_key(change.bot, change.title))
         desired_bot = inputs.state.bots.get(change.bot)
@@ -136,8 +136,9 @@ def write_fields(path: Path, fields: tuple[FieldChange, ...], desired: Mapping[s
         fsio.retrying(lambda: _write_env(path / ".env", groups["env"], desired))
     if "soul" in groups:
         fsio.atomic_write_text(path / "SOUL.md", desired["soul"], mode=0o644)
-    if "profile" in groups or "meta" in groups:
-        _write_profile_yaml(path / "profile.yaml", groups.get("profile", []), groups.get("meta", []), desired)
+    if "profile" in groups or "meta" in groups or "botmode" in groups:
+        _write_profile_yaml(path / "profile.yaml", groups.get("profile", []), groups.get("meta", []), desired,
+                            ensure_record="botmode" in groups)  # fmt: skip
     if "avatar" in groups and bot is not None:
         _write_avatar(path, bot.avatar_image if "avatar" in desired else None)
     if "botchat" in groups:
@@ -174,7 +175,12 @@ def _write_env(target: Path, changes: list[FieldChange], desired: Mapping[str, A
 
 
 def _write_profile_yaml(
-    target: Path, profile_changes: list[FieldChange], meta_changes: list[FieldChange], desired: Mapping[str, Any]
+    target: Path,
+    profile_changes: list[FieldChange],
+    meta_changes: list[FieldChange],
+    desired: Mapping[str, Any],
+    *,
+    ensure_record: bool = False,
 ) -> None:
     # profile.yaml has no file lock in Hermes; ProfileMeta.save refuses if the file moved under
     # us, and we start over from a fresh read (docs/hermes/bot-mode.md#revisions).
@@ -186,7 +192,7 @@ def _write_profile_yaml(
                 meta.description = value
             else:
                 meta.display_name = value
-        if meta_changes:
+        if meta_changes or (ensure_record and meta.bot_record() is None):
             meta.set_bot_record(_merged_record(meta.bot_record(), meta_changes, desired))
         if meta.changed:
             meta.save(target)

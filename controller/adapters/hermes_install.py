@@ -1,0 +1,104 @@
+"""Which Hermes version a home is used with (docs/hermes/versions.md#detection).
+
+Asked without starting Hermes or touching the network: the running interpreter's package
+metadata (hermes-fleet as a Hermes plugin), else the interpreter of the `hermes` on PATH.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from controller.errors import ControllerError
+
+DISTRIBUTION = "hermes-agent"
+ENV_OVERRIDE = "HERMES_FLEET_HERMES_VERSION"
+PROBE_TIMEOUT = 10.0
+_ASK = f"import importlib.metadata as m; print(m.version({DISTRIBUTION!r}))"
+
+
+@dataclass(frozen=True)
+class Detected:
+    version: str | None
+    source: str  # how it was found: "--hermes-version", "plugin", "PATH: <file>", or why it is unknown
+
+
+def detect(explicit: str | None = None) -> Detected:
+    if explicit:
+        return Detected(explicit, "--hermes-version")
+    if os.environ.get(ENV_OVERRIDE):
+        return Detected(os.environ[ENV_OVERRIDE], ENV_OVERRIDE)
+    try:
+        return Detected(importlib.metadata.version(DISTRIBUTION), "this interpreter (plugin)")
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    hermes = shutil.which("hermes")
+    if hermes is None:
+        return Detected(None, "no hermes on PATH")
+    python = _interpreter_of(hermes)
+    if python is None:
+        return Detected(None, f"{hermes} is not a Python entry point")
+    try:
+        out = subprocess.run([python, "-c", _ASK], capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Detected(None, f"cannot ask {python}: {exc}")
+    version = out.stdout.strip()
+    return (
+        Detected(version, f"PATH: {hermes}")
+        if out.returncode == 0 and version
+        else Detected(None, f"{hermes}: no {DISTRIBUTION} metadata")
+    )
+
+
+def _interpreter_of(script: str) -> str | None:
+    """The interpreter on a console script's `#!` line (pip writes an absolute path)."""
+    try:
+        with open(script, "rb") as handle:
+            first = handle.readline(4096)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    return words[0] if words and os.path.isabs(words[0]) and os.access(words[0], os.X_OK) else None
+
+
+MANAGED_DEFAULT = "/etc/hermes"  # hermes_cli/managed_scope.py:get_managed_dir (0.19.0)
+MANAGED_MAX_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ManagedScope:
+    path: str
+    config: dict[str, Any]  # its config.yaml as plain data ({} when absent or unreadable)
+    problem: str = ""  # why its config.yaml could not be read
+
+
+def managed_scope() -> ManagedScope | None:
+    """Hermes' machine-wide managed scope, found the way Hermes finds it: `$HERMES_MANAGED_DIR`
+    when it names a folder, else `/etc/hermes` when it exists (docs/hermes/home.md#managed-scope).
+    Its values win over every profile's, leaf by leaf; hermes-fleet only reads it, to say so."""
+    override = os.environ.get("HERMES_MANAGED_DIR", "").strip()
+    folder = override or MANAGED_DEFAULT
+    if not os.path.isdir(folder):
+        return None
+    target = os.path.join(folder, "config.yaml")
+    try:
+        with open(target, "rb") as handle:
+            data = handle.read(MANAGED_MAX_BYTES + 1)
+    except FileNotFoundError:
+        return ManagedScope(folder, {})
+    except OSError as exc:
+        return ManagedScope(folder, {}, f"cannot read {target}: {exc.strerror}")
+    if len(data) > MANAGED_MAX_BYTES:
+        return ManagedScope(folder, {}, f"{target} is larger than {MANAGED_MAX_BYTES} bytes")
+    try:
+        from controller.adapters.configfile import ConfigDoc
+
+        return ManagedScope(folder, ConfigDoc.parse(data.decode("utf-8"), source=target).as_dict())
+    except (ControllerError, UnicodeDecodeError) as exc:
+        return ManagedScope(folder, {}, f"{target}: {exc}")

@@ -1,0 +1,71 @@
+"""Plan notes: what a reviewer should know that is not a change (pure).
+
+Which Hermes the plan was made for, what every bot inherits from the install-wide settings,
+and settings that the target Hermes ignores or applies differently from what the words suggest.
+"""
+
+from __future__ import annotations
+
+from controller.core.types import Inputs
+from controller.hermes import DEFAULT_PROFILE, defaults, versions
+
+# Install-wide keys that only a Hermes with Bot Mode reads (docs/hermes/versions.md#support-matrix).
+BOT_MODE_ONLY = ("gateway.bot_loop_guard.", "agent.bot_mode_protocol", "auxiliary.group_router.", "bot_peers.")
+
+
+def plan_notes(inputs: Inputs) -> list[str]:
+    obs = inputs.observed
+    state = inputs.state
+    notes: list[str] = []
+    version = obs.hermes_version
+    if version is None:
+        notes.append(
+            f"Hermes version unknown ({obs.hermes_version_source or 'not detected'}); keys are written for hermes-agent "
+            f"{versions.TESTED} and main. Pass --hermes-version to say which Hermes runs this home."
+        )
+    elif versions.unknown_newer(version):
+        notes.append(
+            f"warning: Hermes {version} is newer than the newest version hermes-fleet knows ({versions.TESTED}); keys are "
+            "written as for that version and main. Check docs/hermes/versions.md, or update hermes-fleet."
+        )
+    elif not versions.has_bot_mode(version):
+        inert = sorted(k for k in state.install_config if k.startswith(BOT_MODE_ONLY))
+        if inert:
+            notes.append(f"no effect on Hermes {version} (Bot Mode settings are read only by a newer Hermes): {', '.join(inert)}")
+    inheriting = [name for name in state.bots if name != DEFAULT_PROFILE]
+    shared = sorted(state.install_config) + sorted(f"env:{k}" for k in state.install_env)
+    if inheriting and shared:
+        notes.append(
+            f"install-wide settings are written into each of {len(inheriting)} bot(s) as well as the root (a bot reads only "
+            f"its own profile; its own value wins): {', '.join(shared)}"
+        )
+    notes += _managed_scope_notes(inputs)
+    for room in state.rooms.values():
+        if room.who_answers == "auto":
+            notes.append(
+                f"room {room.name!r}: who_answers: auto is applied as the gateway's mentions_only policy (a message that "
+                "names no bot is answered by none; @-mentioned bots answer): the gateway has no automatic pick"
+            )
+    return notes
+
+
+def _managed_scope_notes(inputs: Inputs) -> list[str]:
+    """Keys this fleet sets that Hermes' managed scope overrides on this machine (its leaves win over
+    every profile's: docs/hermes/effect-research.md#managed-scope)."""
+    obs = inputs.observed
+    if obs.managed_scope is None or not obs.managed_config:
+        return []
+    overridden: dict[str, list[str]] = {}
+    owners = [("install-wide", inputs.state.install_config)] + [(f"bot/{b.name}", b.config) for b in inputs.state.bots.values()]
+    for owner, config in owners:
+        for key, value in config.items():
+            present, managed = defaults.lookup(obs.managed_config, key)
+            if present and managed != value:
+                overridden.setdefault(key, []).append(owner)
+    if not overridden:
+        return []
+    listed = "; ".join(f"{k} ({', '.join(v)})" for k, v in sorted(overridden.items()))
+    return [
+        f"warning: Hermes' managed scope at {obs.managed_scope} overrides settings of this fleet on this machine, "
+        f"whatever apply writes: {listed}"
+    ]

@@ -1,0 +1,23 @@
+"""Where a bot's tools are chosen: Hermes resolves them per platform (docs/hermes/files.md#toolsets).
+
+`platform_toolsets.<platform>` is the only key Hermes' tool resolver reads; the top-level
+`toolsets:` key picks nothing. A manifest's `toolsets: [web, file]` is therefore written as that
+list for every platform a bot can run on, `cron` (its routines) and `cli` (the CLI, the TUI, the
+Desktop) included, so the bot has those tools wherever it runs.
+"""
+
+from __future__ import annotations
+
+# hermes_cli/platforms.py PLATFORMS in hermes-agent 0.19.0, in Hermes' order.
+PLATFORMS_0_19 = (
+    "cli", "telegram", "discord", "slack", "whatsapp", "whatsapp_cloud", "signal", "bluebubbles", "email",
+    "homeassistant", "mattermost", "matrix", "dingtalk", "feishu", "wecom", "wecom_callback", "weixin", "qqbot",
+    "yuanbao", "webhook", "api_server", "cron",
+)  # fmt: skip
+
+TOOLSETS_KEY = "platform_toolsets"
+
+
+def toolset_keys(toolsets: list[str], platforms: tuple[str, ...] = PLATFORMS_0_19) -> dict[str, list[str]]:
+    """The config keys that give a bot exactly `toolsets` on every platform (plus what Hermes adds)."""
+    return {f"{TOOLSETS_KEY}.{platform}": list(toolsets) for platform in platforms}
