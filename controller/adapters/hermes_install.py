@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
+from controller import bounded
 from controller.errors import ControllerError
 
 DISTRIBUTION = "hermes-agent"
@@ -88,14 +89,13 @@ def managed_scope() -> ManagedScope | None:
         return None
     target = os.path.join(folder, "config.yaml")
     try:
-        with open(target, "rb") as handle:
-            data = handle.read(MANAGED_MAX_BYTES + 1)
+        data = bounded.read_bytes(target, MANAGED_MAX_BYTES)  # a FIFO or a device is refused, never read
     except FileNotFoundError:
         return ManagedScope(folder, {})
+    except bounded.TooLarge:
+        return ManagedScope(folder, {}, f"{target} is larger than {MANAGED_MAX_BYTES} bytes")
     except OSError as exc:
         return ManagedScope(folder, {}, f"cannot read {target}: {exc.strerror}")
-    if len(data) > MANAGED_MAX_BYTES:
-        return ManagedScope(folder, {}, f"{target} is larger than {MANAGED_MAX_BYTES} bytes")
     try:
         from controller.adapters.configfile import ConfigDoc
 

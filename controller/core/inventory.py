@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,10 @@ class Inventory:
     last_apply: dict[str, Any] | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     exists: bool = False
+    # Records of restored bots (bot -> {key: entry}), kept aside until the bot is back in the
+    # manifests: until then it is left alone (a `--prune` run does not prune it again), then its
+    # own and its routines' ownership come back with it (`reclaim`).
+    restored: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def owns(self, key: str) -> bool:
         return key in self.objects
@@ -82,6 +87,17 @@ class Inventory:
     def keys_of(self, kind: str) -> list[str]:
         return sorted(k for k in self.objects if split_key(k)[0] == kind)
 
+    def reclaim(self, bots: Iterable[str]) -> list[str]:
+        """Give back the records of restored bots that are in the manifests again; returns their keys.
+        A record the fleet made meanwhile wins."""
+        keys = []
+        for bot in sorted(set(bots) & set(self.restored)):
+            for key, entry in self.restored.pop(bot).items():
+                if key not in self.objects:
+                    self.objects[key] = entry
+                    keys.append(key)
+        return keys
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schemaVersion": SCHEMA_VERSION,
@@ -90,6 +106,7 @@ class Inventory:
             "last_apply": self.last_apply,
             "history": self.history[-HISTORY_KEPT:],
             "objects": self.objects,
+            **({"restored": self.restored} if self.restored else {}),
         }
 
     @classmethod
@@ -101,4 +118,5 @@ class Inventory:
             last_apply=data.get("last_apply"),
             history=list(data.get("history") or []),
             exists=True,
+            restored=restored if isinstance(restored := data.get("restored"), dict) else {},
         )

@@ -44,6 +44,7 @@ def plan_home(
 ) -> Planned:
     """Observe and plan; writes nothing (the gateway is only read)."""
     inventory = records.load(root, state.fleet)
+    inventory.reclaim(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
     observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
     return Planned(root, state, inputs, planning.plan(inputs), files)

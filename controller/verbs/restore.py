@@ -32,16 +32,17 @@ def cmd_restore(args: argparse.Namespace) -> int:
         for b in backups:
             print(f"{b.path.name}\tprofile {b.name}\tfleet {b.fleet}\t{b.created_at}")
         return ExitCode.OK
-    info, given_back = restoring.restore(root, args.backup)
+    info, kept = restoring.restore(root, args.backup)
     path = profiles.profile_dir(root, info.name)
     if as_json:
-        restored = {"profile": info.name, "path": str(path), "fleet": info.fleet or None, "records_restored": given_back}
+        restored = {"profile": info.name, "path": str(path), "fleet": info.fleet or None, "records_kept": kept}
         _json(args, home=str(root), restored=restored)
         return ExitCode.OK
-    owned = f"fleet {info.fleet!r} owns it again ({given_back} inventory record(s) restored)" if info.fleet else "no fleet"
+    fleet = repr(info.fleet) if info.fleet else "its fleet"
     print(
-        f"Restored {path}; {owned}. Keep it in the manifests and apply: "
-        "it converges without --adopt (left out of them, the next apply lists it as an orphan)."
+        f"Restored {path}. It carries the owner marker of fleet {fleet}, and apply leaves it alone until bot "
+        f"{info.name!r} is back in that fleet's manifests; then the next apply manages it again, without "
+        f"--adopt ({kept} inventory record(s) of the bot and its routines kept for that)."
     )
     return ExitCode.OK
 

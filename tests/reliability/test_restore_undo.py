@@ -1,5 +1,6 @@
 """Restore is a full undo of prune: after `restore`, the manifests that had the bot converge without
---adopt, the bot's routines keep their job ids, and status shows no drift.
+--adopt, the bot's routines keep their job ids, and status shows no drift; while the manifests
+still lack it, the restored bot is left alone (a `--prune` run does not prune it again).
 
 Fleet v1 home; `beta` (a model pin, a config key, a paused routine) is dropped from the manifests
 and pruned, then restored, then v1 is applied again. Before the fix the re-apply exited 3 ("a cron
@@ -59,8 +60,11 @@ def test_prune_restore_apply_converges_without_adopt(pristine: Pristine, home: P
 
     restored = hermes_fleet("restore", "--home", home, backup.name)
     assert restored.code == 0, restored.text
-    assert "2 inventory record(s) restored" in restored.out
+    assert "2 inventory record(s) of the bot and its routines kept" in restored.out
     assert not backup.exists(), "a restored backup leaves nothing behind"
+    # While the manifests lack it, the restored bot is left alone: a --prune run does not prune it again.
+    still = hermes_fleet("plan", "-f", smaller, "--home", home, "--prune", "-o", "json")
+    assert not [o for o in json.loads(still.out)["objects"] if o["name"] == "beta" or o["name"].startswith("beta/")]
 
     again = hermes_fleet("apply", "-f", pristine.v1, "--home", home)  # no --adopt
     assert again.code == 0, again.text
@@ -80,7 +84,7 @@ def test_an_interrupted_restore_finishes_when_run_again(pristine: Pristine, home
     (backup / "profile").rename(home / "profiles" / "beta")  # what the kill left: the tree is back, the record too
     again = hermes_fleet("restore", "--home", home, backup.name)
     assert again.code == 0, again.text
-    assert "2 inventory record(s) restored" in again.out
+    assert "2 inventory record(s) of the bot and its routines kept" in again.out
     converged = hermes_fleet("apply", "-f", pristine.v1, "--home", home)
     assert converged.code == 0, converged.text
     plan = hermes_fleet("plan", "-f", pristine.v1, "--home", home, "--detailed-exitcode")
