@@ -564,7 +564,7 @@ class _Checks:
                 self.report.error(
                     item.at(*prefix, "env", key),
                     f"{key} looks like a secret but has a literal value",
-                    f"write '{key}: {{from_env: {key}}}' (or from_file) and keep the value out of git",
+                    f"write '{key}: {{from_env: {key}}}' (or from_file, from_command) and keep the value out of git",
                     "secret_literal",
                 )
         for name, server in (settings.mcp_servers or {}).items():
@@ -574,7 +574,7 @@ class _Checks:
                         self.report.error(
                             item.at(*prefix, "mcp_servers", name, block, key),
                             f"{key} looks like a secret but has a literal value",
-                            "use {from_env: NAME} or {from_file: PATH}",
+                            "use {from_env: NAME}, {from_file: PATH} or {from_command: [argv...]}",
                             "secret_literal",
                         )
         if settings.tts is not None:
