@@ -105,7 +105,7 @@ def run_command(argv: list[str], *, cwd: str, timeout: float = DEFAULT_COMMAND_T
     def read() -> None:
         nonlocal size, too_large
         assert proc.stdout is not None
-        while chunk := proc.stdout.read1(65536):
+        while chunk := os.read(proc.stdout.fileno(), 65536):
             size += len(chunk)
             if size > MAX_SECRET_BYTES:
                 too_large = True
