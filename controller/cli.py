@@ -21,7 +21,7 @@ OUTPUTS_PLAN = ("text", "json")
 
 EPILOG = """exit codes: 0 success / no changes, 1 operation failed, 2 bad input (invalid manifest or
 arguments), 3 conflict (object not owned by this fleet, or another apply holds the lock),
-4 changes pending (plan --detailed-exitcode). Docs: docs/cli.md"""
+4 changes pending (plan --detailed-exitcode), 5 widening denied (plan --deny-widening). Docs: docs/cli.md"""
 
 
 def _add_manifest_args(p: argparse.ArgumentParser) -> None:
@@ -128,6 +128,11 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
 def setup_plan(p: argparse.ArgumentParser) -> None:
     _add_converge_args(p)
     p.add_argument("--detailed-exitcode", action="store_true", help="exit 4 when changes are pending")
+    p.add_argument(
+        "--deny-widening",
+        action="store_true",
+        help="exit 5 when the plan widens a bot's capabilities (toolsets, MCP servers, approvals)",
+    )
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
     p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from controller.adapters.home import resolve_root
+from controller.core import insights as plan_insights
 from controller.core.types import Plan
 from controller.engine import reconciling
 from controller.engine.applying import ApplyResult
@@ -28,11 +29,13 @@ def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
 
 
 def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan") -> None:
+    found = plan_insights.insights(planned.inputs, planned.plan)
     if args.output == "json":
-        reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind))
+        reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind, insights=found))
         return
     color = reporting.use_color(sys.stdout, args.color)
     reporting.write(reporting.plan_text(planned.plan, home=str(planned.root), color=color))
+    reporting.write(reporting.insights_text(found, color=color))
 
 
 def plan_exit(plan: Plan, detailed: bool) -> int:
@@ -46,7 +49,14 @@ def plan_exit(plan: Plan, detailed: bool) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     planned = make_plan(args, yes=False)
     render_plan(planned, args)
-    return plan_exit(planned.plan, args.detailed_exitcode)
+    code = plan_exit(planned.plan, args.detailed_exitcode)
+    if getattr(args, "deny_widening", False) and code in (ExitCode.OK, ExitCode.CHANGES):
+        widening = plan_insights.insights(planned.inputs, planned.plan).widening
+        if widening:
+            for change in widening:
+                print(f"hermes-fleet: widening denied: {change.describe()}", file=sys.stderr)
+            return ExitCode.DENIED
+    return code
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
