@@ -50,10 +50,8 @@ def test_conflicts_win_over_the_widening_gate(home: Path, manifests: Path) -> No
 def test_scheduled_runs_before_and_after(home: Path, manifests: Path) -> None:
     daily = {"name": "digest", "schedule": "0 8 * * *", "prompt": "Summarise"}
     assert apply(write_fleet(manifests, team(routines=[daily])), home).code == 0
-    busy = write_fleet(
-        manifests,
-        team(routines=[{**daily, "schedule": "*/10 * * * *"}, {"name": "watchdog", "schedule": "every 1m", "script": "w.sh", "no_agent": True, "prompt": "x"}]),
-    )  # fmt: skip
+    watchdog = {"name": "watchdog", "schedule": "every 1m", "script": "w.sh", "no_agent": True, "prompt": "x"}
+    busy = write_fleet(manifests, team(routines=[{**daily, "schedule": "*/10 * * * *"}, watchdog]))
     data = plan(busy, home, "-o", "json").json()["insights"]["llm_runs_per_day"]
     assert (data["before"], data["after"]) == (1.0, 144.0)  # the script-only watchdog makes no model call
     assert data["routines"] == [{"routine": "alpha/digest", "before": 1.0, "after": 144.0}]
