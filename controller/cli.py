@@ -144,6 +144,11 @@ def setup_apply(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
     p.add_argument(
+        "--notify",
+        action="store_true",
+        help="post a failure or a prune to the manifests' notification webhooks (as watch does)",
+    )
+    p.add_argument(
         "--lock-timeout",
         type=float,
         default=10.0,
@@ -216,6 +221,13 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-format", choices=("text", "json"), default="text")
     p.add_argument("--health-port", type=int, metavar="PORT", help="serve /healthz and /metrics on 127.0.0.1:PORT")
     p.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS")
+    p.add_argument(
+        "--notify-timeout",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="at exit, how long to keep delivering queued notifications (default 3)",
+    )
 
 
 def setup_restore(p: argparse.ArgumentParser) -> None:

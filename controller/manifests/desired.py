@@ -68,6 +68,17 @@ class DesiredBot:
 
 
 @dataclass(frozen=True)
+class DesiredWebhook:
+    """A notification webhook; `url` is resolved like a secret (manifests.references), only when posting."""
+
+    name: str
+    url: EnvEntry
+    format: str = "json"
+    events: frozenset[str] | None = None  # None: every event
+    timeout: float = 5.0
+
+
+@dataclass(frozen=True)
 class DesiredState:
     fleet: str
     bots: dict[str, DesiredBot]
@@ -77,6 +88,7 @@ class DesiredState:
     install_config: dict[str, Any]  # the root profile's config.yaml keys (policy, peers, passthrough)
     install_env: dict[str, EnvEntry]  # the root profile's .env keys (peer keys)
     digest: str = ""
+    notifications: tuple[DesiredWebhook, ...] = ()  # not part of the digest: they change nothing in the home
 
     @property
     def counts(self) -> dict[str, int]:
@@ -289,4 +301,5 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
         install_config=install_config,
         install_env=install_env,
         digest=state.digest,
+        notifications=state.notifications,
     )

@@ -888,6 +888,14 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         for x in g.peers
         if x.obj.key is not None
     }
+    webhooks: list[d.DesiredWebhook] = []
+    for i, hook in enumerate(policy.notifications or []):
+        if any(w.name == hook.name for w in webhooks):
+            report.error(g.policies[0].at("notifications", i, "name"), f"two webhooks are named {hook.name!r}", "", "duplicate")
+            continue
+        base = str(g.policies[0].base_dir)
+        events = frozenset(hook.events) if hook.events is not None else None
+        webhooks.append(d.DesiredWebhook(hook.name, d.EnvEntry(ref=hook.url, base_dir=base), hook.format, events, hook.timeout))
     state = d.DesiredState(
         fleet=fleet,
         bots=bots,
@@ -896,6 +904,7 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         peers={x.obj.name: x.obj for x in g.peers},
         install_config=install_config,
         install_env=install_env,
+        notifications=tuple(webhooks),
     )
     digest = d.compute_digest(
         {
