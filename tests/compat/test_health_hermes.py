@@ -201,3 +201,40 @@ def test_the_provider_table_is_hermes_own(hermes: HermesCLI) -> None:
     oauth = {k for k, v in data["reg"].items() if v[0].startswith("oauth")}
     assert oauth == providers.OAUTH_PROVIDERS
     assert data["aliases"] == providers.ALIASES
+
+
+def test_watch_alerts_once_when_a_routine_starts_failing(
+    hermes: HermesCLI, fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.watch.test_notifications import TOKEN, Receiver
+
+    receiver = Receiver()
+    try:
+        folder = tmp_path / "m"
+        doc = json.loads((folder / "fleet.yaml").read_text())
+        doc["spec"]["notifications"] = [
+            {"name": "ops", "url": {"from_env": "OPS_HOOK"}, "events": ["routine-failed", "health-recovered"]}
+        ]
+        (folder / "fleet.yaml").write_text(json.dumps(doc))
+        monkeypatch.setenv("OPS_HOOK", receiver.url)
+
+        def once() -> None:
+            run = hermes_fleet("watch", "--once", "-f", folder, "--home", fleet, "--log-format", "json")
+            assert run.code == 0, run.text
+            assert TOKEN not in run.text
+
+        once()
+        assert receiver.bodies == []  # nothing has failed yet
+        hermes.run("cron", "run", job_id(fleet, "alpha", "watchdog"), profile="alpha")
+        once()
+        (alert,) = receiver.wait(1)
+        assert (alert["event"], alert["details"]["object"]) == ("routine-failed", "routine/alpha/watchdog")
+        assert "Script exited with code 3" in alert["summary"]
+        once()  # still failing: already told (the status file remembers across --once runs)
+        assert len(receiver.bodies) == 1
+        (profile(fleet, "alpha") / "scripts" / "fail.sh").write_text("#!/bin/bash\necho fixed\n")
+        hermes.run("cron", "run", job_id(fleet, "alpha", "watchdog"), profile="alpha")
+        once()
+        assert [b["event"] for b in receiver.wait(2)] == ["routine-failed", "health-recovered"]
+    finally:
+        receiver.close()
