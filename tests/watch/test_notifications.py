@@ -19,7 +19,7 @@ import pytest
 
 from controller.adapters import webhooks
 from tests.integration.helpers import hermes_fleet
-from tests.watch.harness import fleet_doc
+from tests.watch.harness import fleet_doc, http_get
 
 TOKEN = "T0KEN-hooks-9f8e7d6c"
 
@@ -289,3 +289,24 @@ def test_apply_notify_posts_a_prune_and_a_failure(manifests: Path, home: Path, r
     failure = r.wait(2)[1]
     assert failure["event"] == "apply-failed" and "bot/alpha" in failure["summary"]
     assert TOKEN not in run.text
+
+
+def test_health_reaches_metrics(spawn, manifests: Path, home: Path) -> None:
+    routine = {"name": "digest", "schedule": "every 1h", "prompt": "Summarise"}
+    (manifests / "fleet.yaml").write_text(fleet_doc([{"name": "alpha", "routines": [routine]}, {"name": "beta"}]))
+    watch = spawn("-f", manifests, "--home", home, "--interval", "30", "--health-port", "0")
+    port = int(watch.wait_for("health_listening", timeout=30)["address"].rsplit(":", 1)[1])
+    watch.wait_for("reconciled", timeout=30, result="applied")
+    deadline = time.monotonic() + 10
+    while True:
+        status, _, body = http_get(port, "/metrics")
+        if "hermes_fleet_gateway_up" in body or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert status == 200
+    assert 'hermes_fleet_gateway_up{bot="alpha"} 0' in body
+    assert 'hermes_fleet_health_findings{code="gateway-down"} 1' in body  # alpha has a routine and no gateway
+    assert 'hermes_fleet_health_findings{code="credentials-missing"} 2' in body
+    assert 'hermes_fleet_health_findings{code="routine-failed"} 0' in body
+    assert 'hermes_fleet_routines_failed{bot="alpha"} 0' in body
+    assert 'hermes_fleet_credentials_missing{bot="beta"} 1' in body
