@@ -38,7 +38,7 @@ JSON_KINDS = {
 
 EPILOG = """exit codes: 0 success / no changes, 1 operation failed, 2 bad input (invalid manifest or
 arguments), 3 conflict (object not owned by this fleet, or another apply holds the lock),
-4 changes pending (plan --detailed-exitcode). Docs: docs/cli.md"""
+4 changes pending (plan --detailed-exitcode), 5 widening denied (plan --deny-widening). Docs: docs/cli.md"""
 
 
 class ArgumentError(Exception):
@@ -214,6 +214,11 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
 def setup_plan(p: argparse.ArgumentParser) -> None:
     _add_converge_args(p)
     p.add_argument("--detailed-exitcode", action="store_true", help="exit 4 when changes are pending")
+    p.add_argument(
+        "--deny-widening",
+        action="store_true",
+        help="exit 5 when the plan widens a bot's capabilities (toolsets, MCP servers, approvals)",
+    )
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
     p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
 
@@ -224,6 +229,11 @@ def setup_apply(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (backed up)")
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
+    p.add_argument(
+        "--notify",
+        action="store_true",
+        help="post a failure or a prune to the manifests' notification webhooks (as watch does)",
+    )
     p.add_argument(
         "--lock-timeout",
         type=duration,
@@ -316,6 +326,13 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--health-port", type=int, metavar="PORT", help="serve /healthz and /metrics on 127.0.0.1:PORT")
     p.add_argument(
         "--lock-timeout", type=duration, default=10.0, metavar="DURATION", help="wait this long for an apply (default 10s)"
+    )
+    p.add_argument(
+        "--notify-timeout",
+        type=duration,
+        default=3.0,
+        metavar="DURATION",
+        help="at exit, how long to keep delivering queued notifications (default 3s)",
     )
 
 

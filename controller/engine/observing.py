@@ -56,11 +56,12 @@ def observe(
     env_values: dict[str, Mapping[str, str]] = {}
     secret_keys: dict[str, frozenset[str]] = {}
     secret_errors: dict[str, str] = {}
-    for owner, entries in [("", state.install_env), *((n, b.env) for n, b in state.bots.items())]:
-        env_values[owner], error = resolve_env(entries)
-        secret_keys[owner] = frozenset(k for k, e in entries.items() if e.secret)
-        if error:
-            secret_errors[owner] = error
+    with references.command_cache():  # a from_command shared by many bots runs once per observation
+        for owner, entries in [("", state.install_env), *((n, b.env) for n, b in state.bots.items())]:
+            env_values[owner], error = resolve_env(entries)
+            secret_keys[owner] = frozenset(k for k, e in entries.items() if e.secret)
+            if error:
+                secret_errors[owner] = error
     avatars = {name: image_digest(bot.avatar_image) for name, bot in state.bots.items() if bot.avatar_image}
     hermes = hermes_install.detect(hermes_version)
     managed = hermes_install.managed_scope()

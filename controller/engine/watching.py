@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from controller import bounded
-from controller.adapters import fsio, locking
+from controller.adapters import fsio, locking, webhooks
 from controller.adapters.home import check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
-from controller.core.types import WRITING_ACTIONS, RunResult
+from controller.core import health as health_core
+from controller.core.types import WRITING_ACTIONS, Action, RunResult
 from controller.core.types import Options as PlanOptions
-from controller.engine import reconciling, records
+from controller.engine import health, notifying, reconciling, records
 from controller.errors import ConflictError, ContainmentError, ControllerError, LockHeld, SourceError
 from controller.manifests import desired, reading
 from controller.redact import redact_text, redact_url
@@ -56,6 +57,7 @@ class Options:
     retry_min: float = 2.0
     allow_history_rewrite: bool = False
     debounce_ms: int = 300
+    health: bool = True  # check runtime health after each pass (metrics, alerts on transitions)
 
 
 @dataclass
@@ -70,6 +72,7 @@ class Run:
     drift: list[str] = field(default_factory=list)
     message: str = ""
     seconds: float = 0.0
+    pruned: list[str] = field(default_factory=list)  # objects this pass deleted (--prune)
 
     @property
     def transient(self) -> bool:
@@ -109,6 +112,7 @@ class Metrics:
         self.last_seconds = 0.0
         self.drifted = 0
         self.stalled = 0
+        self.health_lines: list[str] = []  # engine.health.metric_lines of the last check
 
     def record(self, run: Run) -> None:
         self.runs[run.result] = self.runs.get(run.result, 0) + 1
@@ -135,6 +139,7 @@ class Metrics:
             "# TYPE hermes_fleet_stalled gauge",
             f"hermes_fleet_stalled {self.stalled}",
         ]
+        lines += self.health_lines
         return "\n".join(lines) + "\n"
 
 
@@ -154,6 +159,12 @@ class Reconciler:
         self.failures = 0
         self.fleet: str | None = options.fleet
         self.plan_options = PlanOptions(prune=options.prune, yes=options.yes)
+        self.notifier: webhooks.Notifier | None = None  # set by the verb; fed after every pass
+        self.webhooks: tuple[object, ...] | None = None  # the manifests' webhooks the notifier was configured for
+        self.health: health_core.Health | None = None
+        # What the webhooks last heard (kept in the status file, so `--once` and restarts do not repeat it).
+        self.seen_run: Run | None = None
+        self.seen_findings: tuple[health_core.Finding, ...] = ()
 
     # --- one pass --------------------------------------------------------------------------------
 
@@ -180,7 +191,37 @@ class Reconciler:
             seconds=run.seconds,
             message=run.message,
         )
+        self._after_run(run)
         return run
+
+    def _after_run(self, run: Run) -> None:
+        """Health check, metrics and notifications; never fails the pass (docs/watch.md, Notifications)."""
+        if self.fleet is None:
+            return
+        events = notifying.run_events(self.seen_run, run, self.fleet, str(self.root))
+        self.seen_run = run
+        if self.options.health and run.result not in ("source-error",):
+            try:
+                checked = health.check(self.root, self.fleet)
+            except (ControllerError, OSError) as exc:
+                self.log.event("health_error", message=str(exc))
+            else:
+                events += notifying.health_events(self.seen_findings, checked.findings, self.fleet, str(self.root))
+                self.health = checked
+                self.seen_findings = checked.findings
+                self.metrics.health_lines = health.metric_lines(checked)
+        if self.notifier is not None:
+            for found in events:
+                self.notifier.post(found)
+
+    def _configure_webhooks(self, state: desired.DesiredState) -> None:
+        if self.notifier is None or state.notifications == self.webhooks:
+            return
+        targets, problems = notifying.targets(state)
+        for problem in problems:
+            self.log.event("notify_config_error", message=problem)
+        self.notifier.configure(targets)
+        self.webhooks = state.notifications
 
     def _reconcile(self, trigger: str) -> Run:
         now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -207,6 +248,7 @@ class Reconciler:
             )
         state = desired.for_host(result.state, reading.selected_host(self.options.host, result.state))
         self.fleet = state.fleet
+        self._configure_webhooks(state)
         try:
             run = self._converge(now, trigger, snap, state, result.files)
         except LockHeld as exc:
@@ -258,6 +300,7 @@ class Reconciler:
             should_stop=self.stop.is_set,
         )
         failed = len(results.failed) + len(planned.plan.errors)
+        pruned = [o.change.key for o in results.done if o.change.action is Action.DELETE]
         if results.abandoned:
             return Run(
                 now,
@@ -273,10 +316,18 @@ class Reconciler:
             causes = [f"{o.change.key}: {o.error}" for o in results.failed]
             causes += [f"{c.key}: {c.reason}" for c in planned.plan.errors]
             return Run(
-                now, trigger, "partial", snap.revision, state.digest, len(results.done), failed, message="; ".join(causes[:3])
+                now,
+                trigger,
+                "partial",
+                snap.revision,
+                state.digest,
+                len(results.done),
+                failed,
+                message="; ".join(causes[:3]),
+                pruned=pruned,
             )
         result = "applied" if results.outcomes else "in-sync"
-        return Run(now, trigger, result, snap.revision, state.digest, len(results.done))
+        return Run(now, trigger, result, snap.revision, state.digest, len(results.done), pruned=pruned)
 
     # --- status file ------------------------------------------------------------------------------
 
@@ -300,6 +351,12 @@ class Reconciler:
             if self.next_run_at
             else None,
             "runs": [asdict(r) for r in self.runs],
+            "notified": {
+                "result": self.seen_run.result if self.seen_run else None,
+                "message": self.seen_run.message if self.seen_run else "",
+                "drift": self.seen_run.drift if self.seen_run else [],
+                "findings": [f.to_json() for f in self.seen_findings],
+            },
         }
         path = state_dir(self.root) / STATUS_FILE
         try:
@@ -435,7 +492,17 @@ def source_label(source: LocalSource | GitSource) -> str:
 
 
 def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
-    """Carry the last good revision over a restart, so a force-push made meanwhile is still caught."""
+    """Carry over a restart what the webhooks last heard (no repeated alert) and the last good
+    revision (so a force-push made meanwhile is still caught)."""
+    notified = (previous or {}).get("notified")
+    if isinstance(notified, dict) and isinstance(notified.get("result"), str):
+        drift = [str(d) for d in notified.get("drift") or []]
+        reconciler.seen_run = Run("", "", notified["result"], message=str(notified.get("message") or ""), drift=drift)
+        reconciler.seen_findings = tuple(
+            health_core.Finding(str(f.get("code")), str(f.get("severity")), str(f.get("object")), str(f.get("message")))
+            for f in notified.get("findings") or []
+            if isinstance(f, dict)
+        )
     if not previous or previous.get("source") != source_label(reconciler.source):
         return
     good = previous.get("last_good_revision")

@@ -78,6 +78,17 @@ class Seat:
 
 
 @dataclass(frozen=True)
+class DesiredWebhook:
+    """A notification webhook; `url` is resolved like a secret (manifests.references), only when posting."""
+
+    name: str
+    url: EnvEntry
+    format: str = "json"
+    events: frozenset[str] | None = None  # None: every event
+    timeout: float = 5.0
+
+
+@dataclass(frozen=True)
 class DesiredState:
     fleet: str
     bots: dict[str, DesiredBot]
@@ -88,6 +99,7 @@ class DesiredState:
     install_env: dict[str, EnvEntry]  # the root profile's .env keys (peer keys)
     digest: str = ""
     seats: tuple[Seat, ...] = ()  # set by for_host: this slice's bots seated in other hosts' rooms
+    notifications: tuple[DesiredWebhook, ...] = ()  # not part of the digest: they change nothing in the home
 
     @property
     def counts(self) -> dict[str, int]:
@@ -310,4 +322,5 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
         install_env=install_env,
         digest=state.digest,
         seats=seats,
+        notifications=state.notifications,
     )

@@ -579,7 +579,7 @@ class _Checks:
                 self.report.error(
                     item.at(*prefix, "env", key),
                     f"{key} looks like a secret but has a literal value",
-                    f"write '{key}: {{from_env: {key}}}' (or from_file) and keep the value out of git",
+                    f"write '{key}: {{from_env: {key}}}' (or from_file, from_command) and keep the value out of git",
                     "secret_literal",
                 )
             elif isinstance(value, SecretRef):
@@ -599,7 +599,7 @@ class _Checks:
                         self.report.error(
                             item.at(*prefix, "mcp_servers", name, block, key),
                             f"{key} looks like a secret but has a literal value",
-                            "use {from_env: NAME} or {from_file: PATH}",
+                            "use {from_env: NAME}, {from_file: PATH} or {from_command: [argv...]}",
                             "secret_literal",
                         )
         if settings.tts is not None:
@@ -1016,6 +1016,14 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         for x in g.peers
         if x.obj.key is not None
     }
+    webhooks: list[d.DesiredWebhook] = []
+    for i, hook in enumerate(policy.notifications or []):
+        if any(w.name == hook.name for w in webhooks):
+            report.error(g.policies[0].at("notifications", i, "name"), f"two webhooks are named {hook.name!r}", "", "duplicate")
+            continue
+        base = str(g.policies[0].base_dir)
+        events = frozenset(hook.events) if hook.events is not None else None
+        webhooks.append(d.DesiredWebhook(hook.name, d.EnvEntry(ref=hook.url, base_dir=base), hook.format, events, hook.timeout))
     state = d.DesiredState(
         fleet=fleet,
         bots=bots,
@@ -1024,6 +1032,7 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         peers={x.obj.name: x.obj for x in g.peers},
         install_config=install_config,
         install_env=install_env,
+        notifications=tuple(webhooks),
     )
     digest = d.compute_digest(
         {

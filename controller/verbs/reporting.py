@@ -13,6 +13,7 @@ import sys
 from typing import Any, TextIO
 from xml.sax.saxutils import escape, quoteattr
 
+from controller.core.insights import Insights
 from controller.core.types import Plan
 from controller.diagnostics import Diagnostic, capped, omitted_line
 from controller.engine.applying import ApplyResult
@@ -330,7 +331,9 @@ def plan_summary_line(plan: Plan, p: Palette | None = None) -> str:
     return head + (" " + "; ".join(extra) + "." if extra else "")
 
 
-def plan_json(plan: Plan, *, home: str, results: ApplyResult | None = None, kind: str = "plan") -> str:
+def plan_json(
+    plan: Plan, *, home: str, results: ApplyResult | None = None, kind: str = "plan", insights: Insights | None = None
+) -> str:
     payload: dict[str, Any] = {
         "schemaVersion": JSON_SCHEMA_VERSION,
         "kind": kind,
@@ -371,7 +374,43 @@ def plan_json(plan: Plan, *, home: str, results: ApplyResult | None = None, kind
         ]
         payload["summary"]["failed"] = len(results.failed)
         payload["swept"] = results.swept
+    if insights is not None:
+        payload["insights"] = insights.to_json()
     return json.dumps(payload, indent=2, default=str) + "\n"
+
+
+def insights_text(ins: Insights, *, color: bool) -> str:
+    """The reviewer's summary under a plan: capability changes, scheduled model runs, loop risks."""
+    p = Palette(color)
+    lines: list[str] = []
+    if ins.capabilities:
+        widening = len(ins.widening)
+        lines.append(p.bold("Capabilities") + f": {widening} widening, {len(ins.capabilities) - widening} other change(s)")
+        for c in ins.capabilities:
+            paint = p.red if c.direction == "widening" else (p.green if c.direction == "narrowing" else p.dim)
+            lines.append(f"  {paint(c.direction.ljust(9))} {c.describe()}")
+    if ins.runs_before or ins.runs_after or ins.one_shots_before or ins.one_shots_after:
+        delta = ins.runs_after - ins.runs_before
+        sign = "+" if delta >= 0 else ""
+        lines.append(
+            p.bold("Scheduled LLM runs per day")
+            + f": {ins.runs_before:.4g} -> {ins.runs_after:.4g} ({sign}{delta:.4g})"
+            + (
+                f"; one-shots {ins.one_shots_before} -> {ins.one_shots_after}"
+                if ins.one_shots_before or ins.one_shots_after
+                else ""
+            )
+        )
+        for r in ins.rates[:10]:
+            lines.append(f"  routine/{r.routine}: {r.before:.4g} -> {r.after:.4g}")
+        if len(ins.rates) > 10:
+            lines.append(p.dim(f"  ... and {len(ins.rates) - 10} more routine(s)"))
+    if ins.loops:
+        lines.append(p.bold("Loop risks") + f": {len(ins.loops)}")
+        for x in ins.loops:
+            paint = p.red if x.severity == "high" else p.yellow
+            lines.append(f"  {paint(x.severity.ljust(7))} {x.kind} {x.subject!r}: {x.detail}")
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 _DONE = {"create": "created", "update": "updated", "adopt": "adopted", "delete": "deleted (backed up)", "release": "released"}

@@ -14,7 +14,7 @@ from controller.adapters.home import profile_dir, resolve_root
 from controller.core import drift, rooms
 from controller.core.inventory import Inventory, routine_parts, split_key
 from controller.core.types import GatewayView
-from controller.engine import observing, records
+from controller.engine import health, observing, records
 from controller.engine.reconciling import Planned
 from controller.engine.watching import read_status
 from controller.errors import ControllerError, ExitCode
@@ -87,6 +87,7 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
     }
     if planned is not None and planned.state.fleet == fleet:
         report["pending"] = {"changes_pending": planned.plan.has_changes, **planned.plan.counts()}
+    report["health"] = health.check(root, fleet, inventory=inventory).to_json()
     return report
 
 
@@ -159,7 +160,29 @@ def _status_text(root: Path, reports: list[dict[str, Any]], *, color: bool) -> s
         lines.append(f"  drift: {r['drifted']} object(s) differ from the last apply{in_sync}{unknown}")
         if "pending" in r:
             lines.append(f"  manifests: {'changes pending' if r['pending']['changes_pending'] else 'no changes pending'}")
+        if "health" in r:
+            lines += _health_text(r["health"], p)
     return "\n".join(lines) + "\n"
+
+
+def _health_text(h: dict[str, Any], p: reporting.Palette) -> list[str]:
+    """Runtime health (engine.health): one summary line, then one line per problem."""
+    bots = h["bots"]
+    routines = [r for b in bots for r in b["routines"] if r["found"]]
+    up = sum(1 for b in bots if b["gateway"]["running"])
+    ok = sum(1 for r in routines if r["last_status"] == "ok")
+    summary = f"{len(bots)} bot(s), gateway running for {up}; {len(routines)} routine(s), {ok} last ran ok"
+    findings = h["findings"]
+    if not findings:
+        return [f"  health: {p.green('ok')} ({summary})"]
+    errors = sum(1 for f in findings if f["severity"] == "error")
+    lines = [
+        f"  health: {p.red(f'{len(findings)} problem(s)') if errors else p.yellow(f'{len(findings)} warning(s)')} ({summary})"
+    ]
+    for f in findings:
+        paint = p.red if f["severity"] == "error" else p.yellow
+        lines.append(paint(f"  ! {f['object']}: {f['code']}: {f['message']}"))
+    return lines
 
 
 def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from controller.adapters import fsio
+from controller.adapters import fsio, webhooks
 from controller.adapters.home import resolve_root, state_dir
 from controller.adapters.sources import GitSource, LocalSource
 from controller.engine import watching
@@ -40,10 +40,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
     fsio.make_dirs(root, mode=0o700)  # a read-only parent: a clean error naming the path
     with watching.reconciler_lock(root):
         reconciler = watching.Reconciler(root, source, options, log)
+        reconciler.notifier = webhooks.Notifier(log.event)
         watching.resume(reconciler, watching.read_status(root))
         if args.once:
-            run = reconciler.reconcile("once")
-            reconciler.write_status()
+            try:
+                run = reconciler.reconcile("once")
+                reconciler.write_status()
+            finally:
+                reconciler.notifier.close(timeout=args.notify_timeout)
             return once_exit(run)
         watching.install_signals(reconciler, log)
         server = watching.start_health(args.health_port, reconciler, log) if args.health_port is not None else None
@@ -59,6 +63,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         finally:
             if server is not None:
                 server.shutdown()
+            reconciler.notifier.close(timeout=args.notify_timeout)
     return ExitCode.OK
 
 

@@ -201,9 +201,13 @@ FINGERPRINT = "f" * 64
 
 
 def with_peer_key(inputs: Inputs) -> Inputs:
-    """The peer's key resolved on this machine, and already in the root .env (the install is in sync)."""
-    keyed = with_live(inputs, default=dataclasses.replace(root(), env={"HERMES_PEER_SPARK_KEY": "k"}))
-    return with_observed(keyed, env_values={"": {"HERMES_PEER_SPARK_KEY": "k"}})
+    """The peer's key resolved on this machine, and already in the root's .env and every bot's
+    (install-wide keys reach every bot: the install is in sync)."""
+    key = {"HERMES_PEER_SPARK_KEY": "k"}
+    live = {n: dataclasses.replace(p, env={**(p.env or {}), **key}) for n, p in inputs.observed.live.items() if p.exists}
+    live["default"] = dataclasses.replace(root(), env=key)
+    keyed = with_live(inputs, **live)
+    return with_observed(keyed, env_values={"": key})
 
 
 def mixed_state(room: Room = MIXED) -> DesiredState:

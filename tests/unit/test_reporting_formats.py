@@ -86,7 +86,7 @@ def test_text_lines_are_file_line_column_severity_path_message_hint(manifests, c
     assert (
         f"{f}:5:9: error: spec.env.OPENAI_API_KEY: "
         "OPENAI_API_KEY looks like a secret but has a literal value; "
-        "write 'OPENAI_API_KEY: {from_env: OPENAI_API_KEY}' (or from_file) and keep the value out of git" in lines
+        "write 'OPENAI_API_KEY: {from_env: OPENAI_API_KEY}' (or from_file, from_command) and keep the value out of git" in lines
     )
     assert any(
         line.startswith(f"{f}:7:") and ": warning: spec.routines[0].schedule: 'every 1m' runs every 1 minute" in line

@@ -1019,8 +1019,26 @@ def test_the_frequency_warning_lists_the_next_runs(tmp_path: Path) -> None:
         pytest.param(
             {"name": "a", "env": {"K": {"from_env": "A", "from_file": "b"}}},
             "spec.bots[0].env.K",
-            "exactly one of from_env or from_file",
+            "exactly one of from_env, from_file or from_command",
             id="secret-ref-both",
+        ),
+        pytest.param(
+            {"name": "a", "env": {"K": {"from_command": []}}},
+            "spec.bots[0].env.K.from_command",
+            "at least 1 item",
+            id="secret-command-empty",
+        ),
+        pytest.param(
+            {"name": "a", "env": {"K": {"from_file": "k.txt", "timeout": 3}}},
+            "spec.bots[0].env.K",
+            "'timeout' applies only to from_command",
+            id="secret-timeout-without-command",
+        ),
+        pytest.param(
+            {"name": "a", "env": {"K": {"from_command": ["pass", "show", "k"], "timeout": 0}}},
+            "spec.bots[0].env.K.timeout",
+            "greater than 0",
+            id="secret-command-timeout-zero",
         ),
         pytest.param(
             {"name": "a", "env": {"bad key": "x"}},
