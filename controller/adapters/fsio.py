@@ -128,7 +128,9 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: ob
     """Replace `path` with `data` atomically.
 
     An existing file keeps its mode and owner; a new file gets `mode` (0600 for secrets) from the
-    moment it exists, never wider. A symlink is written through to its target, as Hermes does.
+    moment it exists, never wider. A symlink is written through to its target, as Hermes does; the
+    caller has checked that it stays inside what it owns (adapters.home.check_profile). A folder, a FIFO
+    or a device at `path` is refused, and every OSError becomes a HermesStateError (`state_error`).
     With `expect` (the bytes we read, or None for "did not exist"), the file is compared again
     just before the replace and ChangedUnderUs is raised if another writer got there first; the
     caller reads again and retries. Hermes' own writers take no lock, so this is the best there is.

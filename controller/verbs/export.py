@@ -619,7 +619,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     root = resolve_root(args.home)
     if not root.is_dir():
         raise UsageError(f"no Hermes home at {root}", hint="pass --home DIR")
-    fleet = args.fleet or default_fleet(root)
+    fleet = args.fleet if args.fleet is not None else default_fleet(root)  # an empty --fleet is a bad name
     if naming.profile_name_problem(fleet):
         raise UsageError(f"invalid fleet name {fleet!r}", hint="use ^[a-z0-9][a-z0-9_-]{0,63}$")
     gateway = None
