@@ -222,11 +222,19 @@ class Reconciler:
     def _converge(self, now: str, trigger: str, snap: Snapshot, state: desired.DesiredState, files: list[str]) -> Run:
         opts = self.options
         last = records.load(self.root, state.fleet).last_apply or {}
-        manifests_changed = last.get("digest") != state.digest or last.get("revision", snap.revision) != snap.revision
+        # The digest is this machine's slice (desired.for_host): a commit that only touches other
+        # machines moves the revision but not the digest, and is planned like an interval run.
+        manifests_changed = last.get("digest") != state.digest
+        revision_moved = last.get("revision", snap.revision) != snap.revision
         must_apply = opts.self_heal or manifests_changed or last.get("result") != RunResult.OK
+        drift: list[str] = []
+        pending_only = False
         if not must_apply:
             planned = reconciling.plan_home(self.root, state, files, options=self.plan_options)
             drift = _changed_objects(planned)
+            # A new revision whose pending changes are no hand edit (a secret file's new value) applies.
+            pending_only = bool(drift) and revision_moved and not planned.plan.drifted
+        if not must_apply and not pending_only:
             if drift:
                 self.log.event("drift_detected", objects=drift, hint="apply, or run watch with --self-heal")
                 return Run(

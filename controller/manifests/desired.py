@@ -260,13 +260,47 @@ def _json_default(value: Any) -> Any:
     raise TypeError(type(value))
 
 
+def state_digest(state: DesiredState) -> str:
+    """The digest of everything `state` writes: a change to it is a change this home must apply.
+
+    Computed over the state as given, so a host slice (`for_host`) gets a digest of its own slice
+    only: a change to another machine's bots, rooms or peers leaves it as it was. Avatar images are
+    covered by their content (a path alone would miss an edited image); secret values never are.
+    """
+    payload: dict[str, Any] = {
+        "fleet": state.fleet,
+        "bots": state.bots,
+        "sections": state.sections,
+        "rooms": state.rooms,
+        "peers": state.peers,
+        "install_config": state.install_config,
+        "install_env": state.install_env,
+    }
+    images = {name: _file_sha256(bot.avatar_image) for name, bot in sorted(state.bots.items()) if bot.avatar_image}
+    if images:
+        payload["avatar_images"] = images
+    return compute_digest(payload)
+
+
+def _file_sha256(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
 def uses_hosts(state: DesiredState) -> bool:
     hosts = [b.host for b in state.bots.values()] + [r.host for r in state.rooms.values()]
     return any(hosts) or any(p.host for p in state.peers.values())
 
 
 def for_host(state: DesiredState, host: str | None) -> DesiredState:
-    """The slice of the fleet that lives on `host` (objects with no host live everywhere)."""
+    """The slice of the fleet that lives on `host` (objects with no host live everywhere).
+
+    The slice holds only what this machine writes: its bots (and the sections they use), its
+    rooms, the peers it registers, and the install-wide settings that apply to it. Its digest is
+    the slice's own (`state_digest`), so each machine's applied state depends on its slice alone.
+    """
     if host is None or not uses_hosts(state):
         return state
     bots = {n: b for n, b in state.bots.items() if b.host in (None, host)}
@@ -280,13 +314,14 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
 
     dropped_keys = {peer_env_key(p) for p in gone}
     install_env = {k: v for k, v in state.install_env.items() if k not in dropped_keys}
-    return DesiredState(
+    used_sections = {b.section[1] for b in bots.values() if b.section is not None}
+    sliced = DesiredState(
         fleet=state.fleet,
         bots=bots,
-        sections=state.sections,
+        sections={n: s for n, s in state.sections.items() if n in used_sections},
         rooms=rooms,
         peers=peers,
         install_config=install_config,
         install_env=install_env,
-        digest=state.digest,
     )
+    return DesiredState(**{**sliced.__dict__, "digest": state_digest(sliced)})

@@ -897,18 +897,7 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         install_config=install_config,
         install_env=install_env,
     )
-    digest = d.compute_digest(
-        {
-            "fleet": fleet,
-            "bots": bots,
-            "sections": sections,
-            "rooms": state.rooms,
-            "peers": state.peers,
-            "install_config": install_config,
-            "install_env": install_env,
-        }
-    )
-    return d.DesiredState(**{**state.__dict__, "digest": digest})
+    return d.DesiredState(**{**state.__dict__, "digest": d.state_digest(state)})
 
 
 def _desired_bot(
