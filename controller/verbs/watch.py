@@ -8,7 +8,12 @@ from pathlib import Path
 from controller.adapters.home import resolve_root, state_dir
 from controller.adapters.sources import GitSource, LocalSource
 from controller.engine import watching
-from controller.errors import ExitCode, UsageError
+from controller.errors import ExitCode, SecretUnavailable, UsageError
+from controller.manifests import references
+from controller.manifests.desired import EnvEntry
+from controller.manifests.models import SecretRef
+
+MIN_TOKEN = 16
 
 
 def build_source(args: argparse.Namespace, root: Path) -> LocalSource | GitSource:
@@ -31,6 +36,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         lock_timeout=args.lock_timeout,
         allow_history_rewrite=args.allow_history_rewrite,
     )
+    token = health_token(args)
     log = watching.Log(args.log_format)
     source = build_source(args, root)
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -42,7 +48,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
             reconciler.write_status()
             return once_exit(run)
         watching.install_signals(reconciler, log)
-        server = watching.start_health(args.health_port, reconciler, log) if args.health_port is not None else None
+        server = None
+        if args.health_port is not None:
+            server = watching.start_health(args.health_port, reconciler, log, bind=args.health_bind, token=token)
         log.event(
             "started",
             home=str(root),
@@ -56,6 +64,32 @@ def cmd_watch(args: argparse.Namespace) -> int:
             if server is not None:
                 server.shutdown()
     return ExitCode.OK
+
+
+def health_token(args: argparse.Namespace) -> str | None:
+    """The bearer token for /healthz and /metrics, by reference (never on the command line).
+
+    Loopback needs none; any other --health-bind refuses to start without one."""
+    env, file = getattr(args, "health_token_env", None), getattr(args, "health_token_file", None)
+    if env and file:
+        raise UsageError("give one of --health-token-env and --health-token-file")
+    bind = getattr(args, "health_bind", "127.0.0.1")
+    if not env and not file:
+        if not watching.is_loopback(bind):
+            raise UsageError(
+                f"refusing to serve /healthz and /metrics on {bind} without a token",
+                hint="add --health-token-env NAME or --health-token-file FILE (a secret of 16 or more characters)",
+            )
+        return None
+    ref = SecretRef(from_env=env) if env else SecretRef(from_file=file)
+    try:
+        token = references.resolve(EnvEntry(ref=ref, base_dir=str(Path.cwd())))
+    except SecretUnavailable as exc:
+        raise UsageError(f"the health token: {exc}") from None
+    token = token.strip()
+    if len(token) < MIN_TOKEN or any(c.isspace() for c in token):
+        raise UsageError(f"the health token must be at least {MIN_TOKEN} characters, without spaces")
+    return token
 
 
 def once_exit(run: watching.Run) -> int:
