@@ -77,6 +77,9 @@ class DesiredState:
     install_config: dict[str, Any]  # the root profile's config.yaml keys (policy, peers, passthrough)
     install_env: dict[str, EnvEntry]  # the root profile's .env keys (peer keys)
     digest: str = ""
+    # Install fields (`config:<key>`, `env:<KEY>`) written to the root profile only, never into the
+    # bots: the accepting side of a peer (its API server), set by for_host.
+    root_only: frozenset[str] = frozenset()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -257,6 +260,8 @@ def _json_default(value: Any) -> Any:
         return {k: getattr(value, k) for k in value.__dataclass_fields__ if k != "origin"}
     if isinstance(value, tuple):
         return list(value)
+    if isinstance(value, frozenset):
+        return sorted(value)
     raise TypeError(type(value))
 
 
@@ -267,14 +272,11 @@ def state_digest(state: DesiredState) -> str:
     only: a change to another machine's bots, rooms or peers leaves it as it was. Avatar images are
     covered by their content (a path alone would miss an edited image); secret values never are.
     """
+    # Every field but the digest; fields left empty are left out, so adding one keeps old digests.
     payload: dict[str, Any] = {
-        "fleet": state.fleet,
-        "bots": state.bots,
-        "sections": state.sections,
-        "rooms": state.rooms,
-        "peers": state.peers,
-        "install_config": state.install_config,
-        "install_env": state.install_env,
+        name: value
+        for name in state.__dataclass_fields__
+        if name != "digest" and (value := getattr(state, name)) not in (None, (), frozenset())
     }
     images = {name: _file_sha256(bot.avatar_image) for name, bot in sorted(state.bots.items()) if bot.avatar_image}
     if images:
@@ -291,7 +293,41 @@ def _file_sha256(path: str) -> str:
 
 def uses_hosts(state: DesiredState) -> bool:
     hosts = [b.host for b in state.bots.values()] + [r.host for r in state.rooms.values()]
-    return any(hosts) or any(p.host for p in state.peers.values())
+    return any(hosts) or any(p.host or p.accept for p in state.peers.values())
+
+
+def url_port(url: str) -> int | None:
+    """The explicit port of an http(s) URL, or None (also for a URL that does not parse)."""
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).port
+    except ValueError:
+        return None
+
+
+def _registers(peer: Peer, host: str) -> bool:
+    """`host` registers the peer (bot_peers + its key): its own host, else every machine but the accepting one."""
+    if peer.host is not None:
+        return peer.host == host
+    return peer.accept is None or peer.accept.host != host
+
+
+def accept_side(peer: Peer, key: EnvEntry) -> tuple[dict[str, Any], dict[str, EnvEntry]]:
+    """What the accepting machine's root profile needs for a peer to reach it: Hermes' API server
+    on the peer URL's port with the peer's key (docs/hermes/peers.md#accepting-side), and one
+    gateway for every bot so `peer/<bot>` reaches that bot (docs/hermes/peers.md#profiles)."""
+    accept = peer.accept
+    assert accept is not None
+    port = accept.port or url_port(peer.url)
+    env = {
+        "API_SERVER_ENABLED": EnvEntry(literal="true"),
+        "API_SERVER_KEY": key,
+        "API_SERVER_HOST": EnvEntry(literal=accept.bind),
+        "API_SERVER_PORT": EnvEntry(literal=str(port)),
+    }
+    config: dict[str, Any] = {"gateway.multiplex_profiles": True} if accept.profiles else {}
+    return config, env
 
 
 def for_host(state: DesiredState, host: str | None) -> DesiredState:
@@ -305,7 +341,7 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
         return state
     bots = {n: b for n, b in state.bots.items() if b.host in (None, host)}
     rooms = {n: r for n, r in state.rooms.items() if r.host in (None, host)}
-    peers = {n: p for n, p in state.peers.items() if p.host in (None, host)}
+    peers = {n: p for n, p in state.peers.items() if _registers(p, host)}
     gone = set(state.peers) - set(peers)
     install_config = {
         k: v for k, v in state.install_config.items() if not (k.startswith("bot_peers.") and k.split(".")[1] in gone)
@@ -314,6 +350,14 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
 
     dropped_keys = {peer_env_key(p) for p in gone}
     install_env = {k: v for k, v in state.install_env.items() if k not in dropped_keys}
+    root_only: set[str] = set()
+    for peer in state.peers.values():
+        if peer.accept is not None and peer.accept.host == host and peer_env_key(peer.name) in state.install_env:
+            config, env = accept_side(peer, state.install_env[peer_env_key(peer.name)])
+            config = {k: v for k, v in config.items() if k not in install_config}  # an explicit policy value wins
+            install_config.update(config)
+            install_env.update(env)
+            root_only |= {f"config:{k}" for k in config} | {f"env:{k}" for k in env}
     used_sections = {b.section[1] for b in bots.values() if b.section is not None}
     sliced = DesiredState(
         fleet=state.fleet,
@@ -323,5 +367,6 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
         peers=peers,
         install_config=install_config,
         install_env=install_env,
+        root_only=frozenset(root_only),
     )
     return DesiredState(**{**sliced.__dict__, "digest": state_digest(sliced)})
