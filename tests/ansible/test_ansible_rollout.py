@@ -210,9 +210,26 @@ def test_the_playbooks_pass_ansible_syntax_check(lab: Lab) -> None:
         assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def test_bootstrap_sets_up_each_machine(lab: Lab) -> None:
+@pytest.fixture(scope="module")
+def bootstrapped(lab: Lab) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """The first revision committed and every machine bootstrapped: (its commit, the run)."""
     first = lab.fleet.commit("First")
-    run = lab.run("bootstrap.yml")
+    return first, lab.run("bootstrap.yml")
+
+
+@pytest.fixture(scope="module")
+def converged(lab: Lab, bootstrapped: tuple[str, subprocess.CompletedProcess[str]]) -> str:
+    """The first revision rolled out to every machine: its commit."""
+    first, run = bootstrapped
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+    rollout = lab.rollout(first)
+    assert rollout.returncode == 0, rollout.stdout[-6000:] + rollout.stderr[-3000:]
+    lab.first_rollout = rollout  # type: ignore[attr-defined]
+    return first
+
+
+def test_bootstrap_sets_up_each_machine(lab: Lab, bootstrapped: tuple[str, subprocess.CompletedProcess[str]]) -> None:
+    _, run = bootstrapped
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     assert set(_recap(run.stdout)) == set(MACHINES) and all(r["failed"] == 0 for r in _recap(run.stdout).values())
     installed = lab.machines["m1"] / "venv" / "bin" / "hermes-fleet"
@@ -245,13 +262,11 @@ def test_bootstrap_sets_up_each_machine(lab: Lab) -> None:
     assert again.returncode == 0, again.stdout[-4000:]
     # Idempotent; only pip reinstalls a package given as a local folder (m1's is this checkout).
     assert _changed_tasks(again.stdout) <= {("hermes-fleet, in its own virtualenv", "m1")}, again.stdout[-4000:]
-    lab.first = first  # type: ignore[attr-defined]
 
 
-def test_a_rollout_converges_every_machine_wave_by_wave(lab: Lab) -> None:
-    first = lab.first  # type: ignore[attr-defined]
-    run = lab.rollout(first)
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+def test_a_rollout_converges_every_machine_wave_by_wave(lab: Lab, converged: str) -> None:
+    first = converged
+    run = lab.first_rollout  # type: ignore[attr-defined]
     batches = re.findall(r"^PLAY \[Roll out a revision of the fleet\]", run.stdout, re.MULTILINE)
     assert len(batches) == len(WAVES), run.stdout[-3000:]
     for name in MACHINES:
@@ -264,8 +279,8 @@ def test_a_rollout_converges_every_machine_wave_by_wave(lab: Lab) -> None:
     assert again.returncode == 0 and all(r["changed"] == 0 for r in _recap(again.stdout).values()), again.stdout[-4000:]
 
 
-def test_a_failing_machine_stops_the_rollout_at_its_wave(lab: Lab) -> None:
-    first = lab.first  # type: ignore[attr-defined]
+def test_a_failing_machine_stops_the_rollout_at_its_wave(lab: Lab, converged: str) -> None:
+    first = converged
     # m3 (second wave) holds a profile made by hand that the next revision wants to manage: a conflict.
     blocker = lab.machines["m3"] / "home" / "profiles" / "extra-m3"
     blocker.mkdir(parents=True)
