@@ -110,7 +110,10 @@ class GitSource:
             with repo.git.custom_environment(**self._env()):
                 repo.remotes.origin.fetch(prune=True, force=True, tags=True)
             commit = self._resolve(repo)
-            if self.last_good and self.last_good != commit and not allow_rewrite:
+            # A ref that is itself a full commit id is a pin (a rollout's, or a rollback's): that exact
+            # commit was chosen, so there is no branch history to protect.
+            pinned = self.ref == commit
+            if self.last_good and self.last_good != commit and not allow_rewrite and not pinned:
                 self._check_history(repo, commit)
             repo.git.checkout("--force", "--detach", commit)
             repo.git.clean("-ffdx")

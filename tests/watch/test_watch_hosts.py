@@ -124,3 +124,29 @@ def test_a_change_to_one_machines_slice_leaves_the_other_home_byte_identical(spa
         assert "Europe/Berlin" in (homes[host] / "profiles" / "shared" / "config.yaml").read_text(), host
     for watch in watches.values():
         assert watch.stop() == 0
+
+
+def test_a_watcher_pinned_to_an_older_commit_rolls_back_instead_of_stalling(spawn, tmp_path: Path) -> None:
+    """A rollout pins each watcher to a commit id (--ref <sha>); a rollback pins an older one. That is
+    a choice, not a force push: the watcher applies it. A branch ref still refuses a rewrite."""
+    repo = Repo(tmp_path)
+    old = repo.push(fleet(alpha_title="Old"), "old")
+    new = repo.push(fleet(alpha_title="New"), "new")
+    home = tmp_path / "home-alpha"
+    base = ("--git", repo.url, "--path", "fleet", "--home", home, "--host", "alpha", "--interval", "300")
+    watch = spawn(*base, "--ref", new)
+    assert watch.wait_for("reconciled", trigger="start", timeout=30)["result"] == "applied", watch.transcript()
+    assert watch.stop() == 0 and title(home, "a1") == "New"
+    back = spawn(*base, "--ref", old)
+    run = back.wait_for("reconciled", trigger="start", timeout=30)
+    assert run["result"] == "applied" and run["revision"] == old[:16], back.transcript()
+    assert back.stop() == 0 and title(home, "a1") == "Old"
+    # Following the branch again from the old commit is a move forward; a branch moved back is not.
+    forward = spawn(*base, "--ref", "main")
+    assert forward.wait_for("reconciled", trigger="start", timeout=30)["result"] == "applied"
+    assert forward.stop() == 0 and title(home, "a1") == "New"
+    git(repo.work, "push", "-q", "--force", "origin", f"{old}:main")
+    rewound = spawn(*base, "--ref", "main")
+    stalled = rewound.wait_for("reconciled", trigger="start", timeout=30)
+    assert stalled["result"] == "stalled" and "rewritten" in stalled["message"], rewound.transcript()
+    assert rewound.stop() == 0 and title(home, "a1") == "New"
