@@ -313,3 +313,15 @@ def test_a_failing_machine_stops_the_rollout_at_its_wave(lab: Lab, converged: st
     assert done.returncode == 0, done.stdout[-6000:]
     for name in MACHINES:
         assert lab.title(name) == f"Second {name}" and lab.pin(name) == f"HERMES_FLEET_REF={second}", name
+
+
+def test_rolling_back_is_rolling_out_the_previous_commit(lab: Lab, converged: str) -> None:
+    first = converged
+    current = _git(lab.fleet.work, "rev-parse", "HEAD")
+    if current == first:  # run alone: make a newer revision to roll back from
+        current = lab.fleet.commit("Newer")
+        assert lab.rollout(current).returncode == 0
+    back = lab.rollout(first)
+    assert back.returncode == 0, back.stdout[-6000:]
+    for name in MACHINES:
+        assert lab.title(name) == f"First {name}" and lab.pin(name) == f"HERMES_FLEET_REF={first}", name
