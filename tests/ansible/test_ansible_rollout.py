@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.hermes_support import INSTALL_HINT, hermes_bin
 from tests.tools import require_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,6 +99,18 @@ class Lab:
             hermes_fleet_venv=str(self.machines["m1"] / "venv"),
             hermes_fleet_bin=str(self.machines["m1"] / "venv" / "bin" / "hermes-fleet"),
         )
+        # m2 runs the Hermes Agent task against the hermes-agent 0.19.0 that CI installs
+        # (.ci/install-hermes): already there, so pip changes nothing; the link is made.
+        self.hermes = hermes_bin()
+        if self.hermes is not None:
+            hosts["m2"].update(
+                hermes_fleet_install_hermes=True,
+                hermes_agent_venv=str(self.hermes.parent.parent),
+                hermes_agent_package="hermes-agent==0.19.0",
+                hermes_agent_link=str(self.machines["m2"] / "bin" / "hermes"),
+            )
+        elif os.environ.get("CI") == "true":
+            pytest.fail(f"hermes-agent 0.19.0 is not installed: {INSTALL_HINT}")
         self.deploy_key = "-----BEGIN OPENSSH PRIVATE KEY-----\ntest-deploy-key-material\n-----END OPENSSH PRIVATE KEY-----"
         inventory = {
             "fleet": {
@@ -250,6 +263,11 @@ def test_bootstrap_sets_up_each_machine(lab: Lab, bootstrapped: tuple[str, subpr
         assert f"--host {name}" in unit and "--ref ${HERMES_FLEET_REF}" in unit and f"ReadWritePaths={root / 'home'}" in unit
         assert "--health-token-file" in unit and "--ssh-key" in unit and "metrics-mmm" not in unit
         assert (root / "home").stat().st_mode & 0o777 == 0o700
+    if lab.hermes is not None:
+        link = lab.machines["m2"] / "bin" / "hermes"
+        assert link.is_symlink() and link.resolve() == lab.hermes.resolve()
+        version = subprocess.run([str(link), "--version"], capture_output=True, text=True, timeout=120, check=False)
+        assert " v0.19.0 " in version.stdout.splitlines()[0], version.stdout + version.stderr
     assert len(keys) == 1, "the peer key is generated once and the same on every machine"
     assert (lab.base / "credentials" / "peer-key").is_file()
     assert next(iter(keys)) not in run.stdout + run.stderr, "no secret in Ansible's output"
