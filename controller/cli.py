@@ -8,6 +8,9 @@ ruamel.yaml) are imported inside the verbs so `hermes-fleet --help` starts fast.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -19,9 +22,71 @@ from controller.errors import ControllerError, ExitCode
 OUTPUTS_VALIDATE = ("text", "json", "github", "junit")
 OUTPUTS_PLAN = ("text", "json")
 
+# The verbs whose `-o json` is an output format, and the `kind` of the JSON document each prints.
+JSON_KINDS = {
+    "validate": "validate",
+    "plan": "plan",
+    "diff": "plan",
+    "apply": "apply",
+    "status": "status",
+    "restore": "restore",
+    "init": "init",
+}
+
 EPILOG = """exit codes: 0 success / no changes, 1 operation failed, 2 bad input (invalid manifest or
 arguments), 3 conflict (object not owned by this fleet, or another apply holds the lock),
-4 changes pending (plan --detailed-exitcode). Docs: docs/cli.md"""
+4 changes pending (plan --detailed-exitcode), 5 widening denied (plan --deny-widening). Docs: docs/cli.md"""
+
+
+class ArgumentError(Exception):
+    """argparse refused the command line (exit 2); `main` reports it, as JSON too under -o json."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a usage error also becomes a JSON document when -o json was asked for."""
+
+    def error(self, message: str) -> Any:  # argparse's signature is NoReturn
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise ArgumentError(message)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """A time option: `30s`, `5m`, `1h`, `1h30m`, `500ms`, or bare seconds (`2`, `0.5`) -> seconds."""
+    value = text.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        parts = _DURATION.findall(value)
+        if not parts or "".join(n + u for n, u in parts) != value:
+            raise argparse.ArgumentTypeError(f"invalid duration {text!r}: use 30s, 5m, 1h, 1h30m, 500ms or seconds") from None
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    if seconds < 0 or seconds != seconds or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: it must be a finite time of 0 or more")
+    return seconds
+
+
+def _completer(what: str) -> Callable[..., list[str]]:
+    """Names for shell completion (bot, fleet, host, backup), read only when a shell asks."""
+
+    def complete(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
+        from controller.verbs import completion
+
+        return completion.complete(what, prefix, parsed_args)
+
+    return complete
+
+
+def _names(action: argparse.Action, what: str) -> None:
+    action.completer = _completer(what)  # type: ignore[attr-defined]  # argcomplete reads this attribute
 
 
 def _add_manifest_args(p: argparse.ArgumentParser) -> None:
@@ -35,8 +100,18 @@ def _add_manifest_args(p: argparse.ArgumentParser) -> None:
         required=True,
         help="manifest files or folders (several after one -f, or -f repeated); '-' reads stdin",
     )
-    p.add_argument("-R", "--recursive", action="store_true", help="search folders recursively")
-    p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
+    _add_recursive_arg(p)
+    _names(p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one"), "fleet")
+
+
+def _add_recursive_arg(p: argparse.ArgumentParser) -> None:
+    # A folder given with -f is always read with its sub-folders; -R stays accepted for kubectl habit.
+    p.add_argument(
+        "-R",
+        "--recursive",
+        action="store_true",
+        help="accepted for kubectl habit: folders are always read with their sub-folders",
+    )
 
 
 def _add_gateway_args(p: argparse.ArgumentParser) -> None:
@@ -51,7 +126,9 @@ def _add_gateway_args(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="environment variable holding the credential for --gateway (never passed on the command line)",
     )
-    p.add_argument("--gateway-timeout", type=float, default=10.0, metavar="SECONDS", help="per-call gateway timeout (default 10)")
+    p.add_argument(
+        "--gateway-timeout", type=duration, default=10.0, metavar="DURATION", help="per-call gateway timeout (default 10s)"
+    )
 
 
 def _add_home_arg(p: argparse.ArgumentParser) -> None:
@@ -67,12 +144,13 @@ def _add_hermes_version_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _add_host_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    host = p.add_argument(
         "--host",
         metavar="NAME",
         help="apply only this machine's slice of a multi-host fleet (default: this machine's hostname, "
         "when any object names a host)",
     )
+    _names(host, "host")
 
 
 def add_global_args(parser: argparse.ArgumentParser) -> None:
@@ -81,7 +159,7 @@ def add_global_args(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hermes-fleet",
         description="Declarative configuration for Hermes Agent bot fleets.",
         epilog=EPILOG,
@@ -102,7 +180,7 @@ def add_verbs(sub: Any, wrap: Callable[[Callable[[argparse.Namespace], int]], An
             name, aliases=aliases, help=help_text, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
         )
         setup(p)
-        p.set_defaults(func=wrap(func))
+        p.set_defaults(func=wrap(func), verb_name=name)
 
 
 def setup_validate(p: argparse.ArgumentParser) -> None:
@@ -122,12 +200,22 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
     _add_host_arg(p)
     _add_gateway_args(p)
     _add_hermes_version_arg(p)
+    p.add_argument(
+        "--no-rooms",
+        action="store_true",
+        help="leave rooms out: do not ask the gateway, plan and change no room (for a host without a gateway)",
+    )
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
 
 
 def setup_plan(p: argparse.ArgumentParser) -> None:
     _add_converge_args(p)
     p.add_argument("--detailed-exitcode", action="store_true", help="exit 4 when changes are pending")
+    p.add_argument(
+        "--deny-widening",
+        action="store_true",
+        help="exit 5 when the plan widens a bot's capabilities (toolsets, MCP servers, approvals)",
+    )
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
     p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
 
@@ -139,17 +227,22 @@ def setup_apply(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
     p.add_argument(
+        "--notify",
+        action="store_true",
+        help="post a failure or a prune to the manifests' notification webhooks (as watch does)",
+    )
+    p.add_argument(
         "--lock-timeout",
-        type=float,
+        type=duration,
         default=10.0,
-        metavar="SECONDS",
-        help="how long to wait for another apply to finish (default 10)",
+        metavar="DURATION",
+        help="how long to wait for another apply to finish (default 10s)",
     )
 
 
 def setup_status(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
-    p.add_argument("--fleet", metavar="NAME", help="only this fleet (default: every fleet in the home)")
+    _names(p.add_argument("--fleet", metavar="NAME", help="only this fleet (default: every fleet in the home)"), "fleet")
     p.add_argument(
         "-f",
         "--filename",
@@ -159,7 +252,7 @@ def setup_status(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="also compare against these manifests for drift",
     )
-    p.add_argument("-R", "--recursive", action="store_true")
+    _add_recursive_arg(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
     _add_gateway_args(p)
 
@@ -169,10 +262,28 @@ def setup_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="allow a non-empty --home")
 
 
+def setup_init(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the repository folder (default: the current folder)")
+    p.add_argument("--fleet", metavar="NAME", help="the fleet name (default: from the folder's name)")
+    p.add_argument(
+        "--source",
+        metavar="URL",
+        help="git URL of hermes-fleet for the pre-commit hook and the CI install (default: the origin of the "
+        "checkout hermes-fleet runs from)",
+    )
+    p.add_argument("--rev", metavar="REV", help="tag or commit of --source (default: that checkout's commit)")
+    p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+
+
 def setup_export(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
-    p.add_argument("--fleet", default="exported", metavar="NAME", help="fleet name of the manifests (default: exported)")
-    p.add_argument("--bot", action="append", dest="bots", metavar="NAME", help="only this bot (repeatable)")
+    fleet = p.add_argument(
+        "--fleet",
+        metavar="NAME",
+        help="fleet name of the manifests (default: the fleet that manages the home, if exactly one does; else exported)",
+    )
+    _names(fleet, "fleet")
+    _names(p.add_argument("--bot", action="append", dest="bots", metavar="NAME", help="only this bot (repeatable)"), "bot")
     out = p.add_mutually_exclusive_group()
     out.add_argument("-o", "--output", metavar="FILE", help="one Fleet file (default: stdout)")
     out.add_argument("--split", metavar="DIR", help="a folder per kind, SOUL.md as soul_file, avatars as files")
@@ -184,7 +295,7 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "-f", "--filename", action="extend", nargs="+", dest="files", metavar="PATH", help="manifest files or folders to watch"
     )
-    p.add_argument("-R", "--recursive", action="store_true", help="search folders recursively")
+    _add_recursive_arg(p)
     p.add_argument("--git", metavar="URL", help="watch a git repository instead of local files")
     p.add_argument("--ref", default="main", help="branch, tag or commit of --git (default main)")
     p.add_argument("--path", default=".", help="folder inside the repository holding the manifests")
@@ -194,15 +305,15 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="accept a force-pushed ref (default: report it and keep the last good revision)",
     )
-    p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one")
+    _names(p.add_argument("--fleet", metavar="NAME", help="fleet name for documents that do not name one"), "fleet")
     _add_home_arg(p)
     _add_host_arg(p)
     p.add_argument(
         "--interval",
-        type=float,
+        type=duration,
         default=300.0,
-        metavar="SECONDS",
-        help="reconcile (and fetch) every SECONDS, with 10%% jitter (default 300)",
+        metavar="DURATION",
+        help="reconcile (and fetch) every DURATION (30s, 5m, 1h or seconds), with 10%% jitter (default 5m)",
     )
     p.add_argument("--self-heal", action="store_true", help="correct drift (default: report it)")
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (as apply --prune)")
@@ -226,12 +337,39 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--health-token-file", metavar="FILE", help="require 'Authorization: Bearer <token>', the token read from FILE"
     )
-    p.add_argument("--lock-timeout", type=float, default=10.0, metavar="SECONDS")
+    p.add_argument(
+        "--lock-timeout", type=duration, default=10.0, metavar="DURATION", help="wait this long for an apply (default 10s)"
+    )
+    p.add_argument(
+        "--notify-timeout",
+        type=duration,
+        default=3.0,
+        metavar="DURATION",
+        help="at exit, how long to keep delivering queued notifications (default 3s)",
+    )
 
 
 def setup_restore(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
-    p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)")
+    _names(p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)"), "backup")
+    p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+
+
+COMPLETION_HELP = """Print the script that turns on tab completion for hermes-fleet (verbs, options, files, and
+the names of bots, fleets, hosts and backups). Turn it on for every new shell:
+
+  bash:  echo 'eval "$(hermes-fleet completion bash)"' >> ~/.bashrc
+  zsh:   echo 'eval "$(hermes-fleet completion zsh)"' >> ~/.zshrc
+  fish:  hermes-fleet completion fish > ~/.config/fish/completions/hermes-fleet.fish
+
+or for this shell only: eval "$(hermes-fleet completion bash)" (fish: hermes-fleet completion fish | source).
+Bot names come from the manifests of -f (else of ./fleet/) and the profiles of the Hermes home."""
+
+
+def setup_completion(p: argparse.ArgumentParser) -> None:
+    p.description = COMPLETION_HELP
+    p.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to print the script for")
+    p.add_argument("--prog", default="hermes-fleet", help="the command name to complete (default hermes-fleet)")
 
 
 def _lazy(module: str, name: str) -> Callable[[argparse.Namespace], int]:
@@ -259,6 +397,12 @@ VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None]
     "plan": ("show what apply would change, including drift", ["diff"], setup_plan, _lazy("controller.verbs.plan", "cmd_plan")),
     "apply": ("converge the Hermes home onto the manifests", [], setup_apply, _lazy("controller.verbs.plan", "cmd_apply")),
     "status": ("managed objects, last apply, drift summary", [], setup_status, _lazy("controller.verbs.status", "cmd_status")),
+    "init": (
+        "scaffold a fleet repository: manifests, schema, pre-commit hook, CI workflow",
+        [],
+        setup_init,
+        _lazy("controller.verbs.init", "cmd_init"),
+    ),
     "demo": (
         "apply a built-in demo fleet to a scratch Hermes home and show the result",
         [],
@@ -270,6 +414,12 @@ VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None]
         [],
         setup_export,
         _lazy("controller.verbs.export", "cmd_export"),
+    ),
+    "completion": (
+        "print the shell script that turns on tab completion (bash, zsh, fish)",
+        [],
+        setup_completion,
+        _lazy("controller.verbs.completion", "cmd_completion"),
     ),
     "watch": (
         "keep the home converged on manifests or a git repo (the reconciler)",
@@ -299,24 +449,89 @@ def _report_error(exc: ControllerError, args: argparse.Namespace | None) -> None
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (`hermes-fleet completion`)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)  # prints them and exits
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: 2 for bad arguments, 0 for --help
+    except ArgumentError as exc:
+        verb = _json_verb_in(argv)
+        if verb is not None:
+            _print_json_error(JSON_KINDS[verb], "UsageError", ExitCode.BAD_INPUT, exc.message, "see --help")
+        return int(ExitCode.BAD_INPUT)
+    except SystemExit as exc:  # argparse: 0 for --help and --version
         return int(exc.code or 0)
     return run(args)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run a parsed verb; a ControllerError becomes its message and exit code (no traceback)."""
+    """Run a parsed verb; a ControllerError becomes its message and exit code (no traceback).
+
+    Under `-o json` a verb that fails before printing its report prints one JSON error document
+    on stdout instead (docs/cli.md, "JSON on every path"), so stdout always holds one document.
+    """
     try:
         return int(args.func(args))
     except ControllerError as exc:
         if args.debug:
             traceback.print_exc()
         _report_error(exc, args)
+        if _json_pending(args):
+            diagnostics = getattr(exc, "diagnostics", None) or []
+            _print_json_error(_json_kind(args), type(exc).__name__, exc.exit_code, exc.message, exc.hint or "", diagnostics, args)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         print("hermes-fleet: interrupted", file=sys.stderr)
+        if _json_pending(args):
+            _print_json_error(_json_kind(args), "Interrupted", 130, "interrupted", "run the command again", args=args)
         return 130
     except BrokenPipeError:
         return int(ExitCode.OK)
+
+
+def _json_kind(args: argparse.Namespace) -> str:
+    verb = getattr(args, "verb_name", None) or "apply"  # `hermes apply` (the plugin) has no verb name
+    if verb == "apply" and getattr(args, "dry_run", False):
+        return "dry-run"
+    return JSON_KINDS.get(verb, verb)
+
+
+def _json_pending(args: argparse.Namespace) -> bool:
+    verb = getattr(args, "verb_name", None) or "apply"
+    return verb in JSON_KINDS and getattr(args, "output", None) == "json" and not getattr(args, "report_written", False)
+
+
+def _json_verb_in(argv: list[str]) -> str | None:
+    """The verb of a command line that argparse refused, if it asked for -o json."""
+    verb = next((a for a in argv if a in JSON_KINDS), None)
+    if verb is None:
+        return None
+    rest = argv[argv.index(verb) + 1 :]
+    for i, token in enumerate(rest):
+        if token in ("-o", "--output") and i + 1 < len(rest) and rest[i + 1] == "json":
+            return verb
+        if token in ("-ojson", "--output=json"):
+            return verb
+    return None
+
+
+def _print_json_error(
+    kind: str,
+    error_type: str,
+    exit_code: int,
+    message: str,
+    hint: str,
+    diagnostics: Sequence[Any] = (),
+    args: argparse.Namespace | None = None,
+) -> None:
+    payload: dict[str, Any] = {"schemaVersion": 1, "kind": kind}
+    if kind == "validate":
+        payload["valid"] = False
+    payload["error"] = {"type": error_type, "exit_code": int(exit_code), "message": message, "hint": hint}
+    payload["diagnostics"] = [d.to_json() for d in diagnostics]
+    sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+    sys.stdout.flush()
+    if args is not None:
+        args.report_written = True

@@ -7,7 +7,9 @@ all against a fresh temporary home (or `--home DIR`), never `~/.hermes` unless a
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
+import shlex
 import shutil
 import sys
 import tempfile
@@ -36,34 +38,77 @@ def cmd_demo(args: argparse.Namespace) -> int:
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="hermes-fleet-demo-"))
     if args.home and home.exists() and any(home.iterdir()) and not args.force:
         raise UsageError(f"{home} is not empty", hint="pick an empty folder, or pass --force to apply on top of it")
-    manifests = Path(tempfile.mkdtemp(prefix="hermes-fleet-demo-manifests-"))
-    try:
-        fleet = materialise(manifests)
-        common = ["-f", str(fleet), "--home", str(home), "--color", args.color]
-        steps = [
-            ("validate", ["--color", args.color, "validate", "-f", str(fleet)]),
-            ("apply", ["--color", args.color, "apply", *common[:4]]),
-            ("plan (again: nothing to do)", ["--color", args.color, "plan", *common[:4], "--detailed-exitcode"]),
-            ("status", ["--color", args.color, "status", "--home", str(home)]),
-        ]
-        for title, argv in steps:
-            print(f"\n$ hermes-fleet {' '.join(_show(a) for a in argv)}    # {title}", flush=True)
-            code = cli.main(argv)
-            sys.stdout.flush()
-            if code not in (ExitCode.OK,):
-                print(f"demo: step '{title}' exited {code}", file=sys.stderr)
-                return code
-    finally:
-        shutil.rmtree(manifests, ignore_errors=True)
-    print(
-        f"\nThe demo fleet lives in {home}. Look at it with Hermes itself, e.g.\n"
-        f"  HERMES_HOME={home} hermes profile list\n"
-        f"  HERMES_HOME={home} hermes -p researcher config\n"
-        f"  HERMES_HOME={home} hermes -p researcher sessions list\n"
-        f"  HERMES_HOME={home} hermes -p researcher cron list --all\n"
-        "Rooms (group chats) need a running Hermes gateway for the home; see docs/rooms.md."
-    )
+    # The manifests stay with the home (in its hermes-fleet folder, which Hermes ignores), so the
+    # commands printed at the end work as printed, and one `rm -rf` removes everything.
+    fleet = materialise(home / ".hermes-fleet" / "demo")
+    common = ["-f", str(fleet), "--home", str(home), "--color", args.color]
+    steps = [
+        ("validate", ["--color", args.color, "validate", "-f", str(fleet)]),
+        ("apply", ["--color", args.color, "apply", *common[:4]]),
+        ("plan (again: nothing to do)", ["--color", args.color, "plan", *common[:4], "--detailed-exitcode"]),
+        ("status", ["--color", args.color, "status", "--home", str(home)]),
+    ]
+    for title, argv in steps:
+        print(f"\n$ hermes-fleet {' '.join(_show(a) for a in argv)}    # {title}", flush=True)
+        code = cli.main(argv)
+        sys.stdout.flush()
+        if code not in (ExitCode.OK,):
+            print(f"demo: step '{title}' exited {code}", file=sys.stderr)
+            return code
+    print(next_steps(home, fleet))
     return ExitCode.OK
+
+
+def next_steps(home: Path, fleet: Path) -> str:
+    """What to run next, each line exactly as it works here: this install's CLI, the kept manifests,
+    the real `hermes` if there is one (else how to get it), and how to remove the demo."""
+    me, h, f = cli_command(), shlex.quote(str(home)), shlex.quote(str(fleet))
+    lines = [
+        f"\nThe demo fleet lives in {home}; its manifests are in {fleet.parent}.",
+        "Next (each line runs as printed):",
+        f"  {me} plan -f {f} --home {h}      # edit the manifest, then see the plan",
+        f"  {me} apply -f {f} --home {h}",
+        f"  {me} status --home {h}",
+        f"  {me} export --home {h}           # the home as manifests again",
+    ]
+    hermes = hermes_command()
+    if hermes is not None:
+        lines.append("Look at it with Hermes itself:")
+        lines += [
+            f"  HERMES_HOME={h} {hermes} {rest}"
+            for rest in ("profile list", "-p researcher config", "-p researcher sessions list", "-p researcher cron list --all")
+        ]
+    else:
+        lines.append(
+            "Hermes itself is not installed here (no `hermes` on PATH). Get it with `pipx install hermes-agent` "
+            "(or, in a clone of hermes-fleet, `bash .ci/install-hermes`, which prints where it put `hermes`); then "
+            f"`HERMES_HOME={h} hermes profile list` shows the demo bots."
+        )
+    if me != "hermes-fleet":
+        lines.append("hermes-fleet is not on your PATH: call it as above, or install it (README.md, Install).")
+    lines.append("Rooms (group chats) need a running Hermes gateway for the home; see docs/rooms.md.")
+    lines.append(f"Remove the demo with: rm -rf {h}")
+    return "\n".join(lines)
+
+
+def cli_command() -> str:
+    """How to call this very installation of hermes-fleet from a shell."""
+    beside = Path(sys.executable).parent / "hermes-fleet"  # the console script of this environment
+    on_path = shutil.which("hermes-fleet")
+    if beside.is_file():
+        if on_path and Path(on_path).resolve() == beside.resolve():
+            return "hermes-fleet"
+        return shlex.quote(str(beside))
+    return f"{shlex.quote(sys.executable)} -m controller"
+
+
+def hermes_command() -> str | None:
+    """The real `hermes`: on PATH, else where `.ci/install-hermes` (and so `scripts/test`) puts it."""
+    if shutil.which("hermes"):
+        return "hermes"
+    venv = os.environ.get("HERMES_FLEET_HERMES_VENV") or str(Path.home() / ".cache" / "hermes-fleet" / "hermes-agent-0.19.0")
+    candidate = Path(venv) / "bin" / "hermes"
+    return shlex.quote(str(candidate)) if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 
 def _show(arg: str) -> str:

@@ -39,6 +39,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2
     CONFLICT = 3
     CHANGES = 4  # only with --detailed-exitcode
+    DENIED = 5  # only with plan --deny-widening: the plan widens a bot's capabilities
 
 
 class ControllerError(Exception):

@@ -162,6 +162,7 @@ class Endpoint:
     profile_id: str
     control_path: str
     state: str = "ready"
+    home: str = ""  # the home it serves, as given (for the ticket refusal's hint)
 
 
 def hash16(home: Path) -> str:
@@ -300,13 +301,56 @@ def discover(home: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Endpoint:
     home = Path(home).expanduser()
     path = control_socket_path(home)
     if path is None:
-        starting = (home / "gateway.lock").exists()
+        lock = home / "gateway.lock"
+        held = lock_held(lock) if os.path.lexists(lock) else False
+        if held:
+            raise GatewayUnavailable(
+                "the gateway for this home is starting: it holds gateway.lock but has not opened its control socket yet",
+                reason="starting",
+                hint="run again in a moment",
+            )
+        left = " (its gateway.lock was left behind by a gateway that stopped)" if os.path.lexists(lock) else ""
+        if held is None:
+            left = " (gateway.lock exists: a gateway is starting, or one stopped without cleaning up)"
         raise GatewayUnavailable(
-            "no gateway is running for this home" + (" (it is starting)" if starting else ""),
-            reason="starting" if starting else "absent",
+            "no gateway is running for this home" + left,
+            reason="absent",
             hint=f"start it on this machine with `hermes gateway run` (HERMES_HOME={home}), or pass --gateway URL",
         )
-    return validate_descriptor(control_request(path, "identify", timeout=timeout), home, str(path))
+    endpoint = validate_descriptor(control_request(path, "identify", timeout=timeout), home, str(path))
+    return Endpoint(
+        endpoint.api_origin, endpoint.instance_id, endpoint.profile_id, endpoint.control_path, endpoint.state, str(home)
+    )
+
+
+def lock_held(path: Path) -> bool | None:
+    """Whether a live process holds `gateway.lock` (Hermes holds it with flock while it runs).
+
+    None when it cannot be told (no flock on this OS, an unreadable file). The probe takes a shared
+    lock for an instant, as Hermes' own `is_gateway_runtime_lock_active` takes an exclusive one
+    (docs/hermes/gateway.md#discovery).
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: the gateway uses a named mutex there
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def validate_descriptor(d: dict[str, Any], home: Path, control_path: str) -> Endpoint:
@@ -372,16 +416,38 @@ def loopback_origin(origin: str) -> bool:
     )
 
 
+def ticket_hint(home: str) -> str:
+    """What to do when the gateway refuses a ticket, from what this machine can see of the home.
+
+    The gateway issues tickets only to a peer it can authenticate, for a home whose path has no
+    symlink and whose mode is private (docs/hermes/gateway.md#tickets).
+    """
+    path = Path(home) if home else None
+    try:
+        st = path.lstat() if path else None
+    except OSError:
+        st = None
+    if path is not None and st is not None:
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            return f"the gateway issues tickets only for a private home: run `chmod 700 {path}`"
+        if path.absolute() != path.resolve():
+            return f"the gateway issues no ticket for a home reached through a symlink: use {path.resolve()} as the home"
+    return "run again; if it persists, restart the gateway on this machine (`hermes gateway restart`)"
+
+
 def mint_ticket(endpoint: Endpoint, purpose: str = "interactive", *, timeout: float = DEFAULT_TIMEOUT) -> str:
-    """A single-use ticket from the control socket; the echo fields must match (contract 1.3)."""
+    """A single-use ticket from the control socket; the echo fields must match (contract 1.3).
+
+    A refusal keeps the gateway's own reason and adds the fix this machine can see.
+    """
     params = {"profile_id": endpoint.profile_id, "instance_id": endpoint.instance_id, "purpose": purpose}
     try:
         grant = control_request(Path(endpoint.control_path), "session-ticket", params, timeout=timeout)
     except GatewayRefused as exc:
         raise GatewayUnavailable(
-            "the gateway would not issue a ticket",
-            reason="ticket_unavailable",
-            hint="run again; if it persists, restart the gateway on this machine",
+            f"the gateway would not issue a ticket ({exc.message.removeprefix('control session-ticket refused: ')})",
+            reason="ticket_refused",
+            hint=ticket_hint(endpoint.home),
         ) from exc
     ticket = grant.get("ticket")
     if (
@@ -402,13 +468,41 @@ def mint_ticket(endpoint: Endpoint, purpose: str = "interactive", *, timeout: fl
 # --- the WebSocket JSON-RPC session ---------------------------------------------------------------
 
 
+class Link:
+    """The one connection a run may make with a credential that cannot be renewed.
+
+    Tickets are single-use (docs/hermes/gateway.md#tickets): with `--gateway-token-env` the run has
+    exactly one credential, so every session of the run (observe, plan again under the lock, apply)
+    shares the one connection it opened. Once that connection is gone, it cannot be replaced.
+    """
+
+    def __init__(self) -> None:
+        self.ws: Any = None
+        self.used = False
+        self.secrets: tuple[str, ...] = ()
+
+    def close(self) -> None:
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                self.ws.close()
+            self.ws = None
+
+
 @dataclass(frozen=True)
 class GatewayOptions:
-    """How to reach the gateway: CLI --gateway / --gateway-token-env / --gateway-timeout."""
+    """How to reach the gateway: CLI --gateway / --gateway-token-env / --gateway-timeout.
+
+    One value per run: its `link` carries the run's one connection when the credential is single-use.
+    """
 
     url: str | None = None
     token_env: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+    link: Link = field(default_factory=Link, compare=False, repr=False)
+
+    def release(self) -> None:
+        """The run is over: close the connection it kept (if any)."""
+        self.link.close()
 
 
 def ws_url(origin_or_url: str) -> str:
@@ -423,15 +517,26 @@ def ws_url(origin_or_url: str) -> str:
     return f"{scheme}://{parts.netloc}{path}" + (f"?{parts.query}" if parts.query else "")
 
 
+SPENT_HINT = (
+    "tickets are single-use and expire 30 s after they are minted: mint a fresh one on that machine "
+    "(`hermes gateway ticket`) right before the run, or run hermes-fleet on that machine"
+)
+
+
 @dataclass
 class Session:
-    """One WebSocket connection; `call` sends one request and waits for the reply with its id."""
+    """One WebSocket connection; `call` sends one request and waits for the reply with its id.
+
+    With a `link` (a single-use credential), the connection is the run's shared one: closing the
+    session keeps it for the run's next session; a broken connection cannot be replaced.
+    """
 
     url: str
     credential: Any  # callable -> str (a fresh ticket or the token); never stored as a string here
     timeout: float = DEFAULT_TIMEOUT
     writes: bool = False
     label: str = ""
+    link: Link | None = None
     _ws: Any = None
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _secrets: tuple[str, ...] = ()
@@ -443,15 +548,33 @@ class Session:
         self.close()
 
     def close(self) -> None:
+        if self._ws is not None and self.link is not None and self._ws is self.link.ws:
+            self._ws = None  # the run's shared connection stays open for the next session
+            return
+        self._drop()
+
+    def _drop(self) -> None:
         if self._ws is not None:
             with contextlib.suppress(Exception):
                 self._ws.close()
+            if self.link is not None and self._ws is self.link.ws:
+                self.link.ws = None
             self._ws = None
 
     def _connect(self) -> None:
         from websockets.sync.client import connect
         from websockets.typing import Subprotocol
 
+        if self.link is not None:
+            if self.link.ws is not None:
+                self._ws, self._secrets = self.link.ws, self.link.secrets
+                return
+            if self.link.used:
+                raise GatewayAuthError(
+                    f"the connection to {self.label or self.url} was lost, and the credential in --gateway-token-env "
+                    "was already used by this run (a ticket opens one connection)",
+                    hint=SPENT_HINT,
+                )
         for attempt in (1, 2):
             secret = self.credential()
             self._secrets = (*self._secrets, secret)
@@ -467,17 +590,23 @@ class Session:
                 )
                 self._ws.__enter__()  # the connection's lifetime is ours (close()); no legacy warning
             except Exception as exc:
+                if self.link is not None:
+                    self.link.used = True
                 error = classify(exc, secrets=self._secrets)
                 # A refused ticket: mint a new one and try once more (contract 2.1).
                 if isinstance(error, GatewayAuthError) and attempt == 1 and getattr(self.credential, "fresh", False):
                     continue
+                if isinstance(error, GatewayAuthError) and not getattr(self.credential, "fresh", False):
+                    error.hint = SPENT_HINT
                 raise error from None
             if self._ws.subprotocol != SUBPROTOCOL:
-                self.close()
+                self._drop()
                 raise GatewayIncompatible(
                     f"the gateway at {self.label or self.url} did not select the {SUBPROTOCOL} subprotocol",
                     hint="update Hermes on that machine",
                 )
+            if self.link is not None:
+                self.link.ws, self.link.used, self.link.secrets = self._ws, True, self._secrets
             return
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -508,12 +637,16 @@ class Session:
         except GatewayError:
             raise
         except Exception as exc:
-            self.close()  # a half-read connection is never reused
+            self._drop()  # a half-read connection is never reused
             raise classify(exc, method=method, sent=sent, secrets=self._secrets) from None
 
 
 class _Fresh:
-    """Mints a new interactive ticket per connection (discovery mode)."""
+    """Mints a new interactive ticket per connection (discovery mode).
+
+    A refusal from a gateway that restarted in between (another instance id) is retried once with
+    the new instance; any other refusal keeps the gateway's reason (mint_ticket).
+    """
 
     fresh = True
 
@@ -521,7 +654,16 @@ class _Fresh:
         self.endpoint, self.timeout = endpoint, timeout
 
     def __call__(self) -> str:
-        return mint_ticket(self.endpoint, "interactive", timeout=self.timeout)
+        try:
+            return mint_ticket(self.endpoint, "interactive", timeout=self.timeout)
+        except GatewayUnavailable:
+            if not self.endpoint.home:
+                raise
+            again = discover(Path(self.endpoint.home), timeout=self.timeout)
+            if again.instance_id == self.endpoint.instance_id:
+                raise
+            self.endpoint = again
+            return mint_ticket(self.endpoint, "interactive", timeout=self.timeout)
 
 
 class _Token:
@@ -535,21 +677,23 @@ class _Token:
         if not value.strip():
             raise GatewayAuthError(
                 f"--gateway-token-env {self.env}: that environment variable is empty or unset",
-                hint=f"export {self.env}=<a ticket or token for that gateway>",
+                hint=f"export {self.env}=<a ticket minted on that machine (`hermes gateway ticket`)>",
             )
         return value.strip()
 
 
 def open_session(home: Path, options: GatewayOptions, *, writes: bool) -> Session:
-    """A (lazily connecting) session to the explicit --gateway URL, or to the home's own gateway."""
+    """A (lazily connecting) session to the explicit --gateway URL, or to the home's own gateway.
+
+    Discovery mints a fresh ticket for each connection; a `--gateway-token-env` credential opens the
+    run's one shared connection (`GatewayOptions.link`).
+    """
     timeout = options.timeout
     if options.url:
         url = ws_url(options.url)
         if options.token_env:
-            credential: Any = _Token(options.token_env)
-        else:
-            credential = _Fresh(discover(home, timeout=timeout), timeout)
-        return Session(url, credential, timeout, writes, label=url)
+            return Session(url, _Token(options.token_env), timeout, writes, label=url, link=options.link)
+        return Session(url, _Fresh(discover(home, timeout=timeout), timeout), timeout, writes, label=url)
     endpoint = discover(home, timeout=timeout)
     url = ws_url(endpoint.api_origin)
     return Session(url, _Fresh(endpoint, timeout), timeout, writes, label=endpoint.api_origin)

@@ -41,6 +41,8 @@ MANAGED = (
     "paused",
     "paused_reason",
 )
+# Managed fields stored in the job exactly as desired_fields gives them (the others need shaping).
+COPIED = frozenset(MANAGED) - {"schedule", "skills", "repeat", "paused", "paused_reason"}
 
 
 def job_name(bot: str, title: str) -> str:
@@ -207,19 +209,7 @@ def new_job(bot: str, routine: Routine, now: datetime) -> dict[str, Any]:
 def update_job(job: dict[str, Any], bot: str, routine: Routine, changed: set[str], now: datetime) -> None:
     """Set the changed managed fields on a live job in place; runtime fields stay Hermes'."""
     fields = desired_fields(bot, routine)
-    for key in changed & {
-        "name",
-        "prompt",
-        "model",
-        "provider",
-        "base_url",
-        "script",
-        "no_agent",
-        "context_from",
-        "enabled_toolsets",
-        "workdir",
-        "deliver",
-    }:
+    for key in changed & COPIED:
         job[key] = fields[key]
     if "skills" in changed:
         job["skills"] = fields["skills"]

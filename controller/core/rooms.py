@@ -1,10 +1,12 @@
 """Rooms as the gateway sees them, and as Bot Mode mirrors them on member bots (pure).
 
-A room this fleet creates gets a stable id derived from fleet + room name
-(`hf-<fleet hash>-<name hash>`, `-2`, `-3`… once an id is retired by a disband), so a create
-whose reply was lost is found again by id, never made twice (`groups.create` is idempotent on
-room_id). Each local member's `ui_meta['hermes-bots'].groups` lists its rooms by NAME
-(docs/hermes/bot-mode.md#rooms). The wire contract: docs/hermes/gateway.md.
+A room this fleet creates gets an id in its own family: `hf-<fleet hash>-<name hash>` plus a
+random suffix chosen at apply. The gateway never reuses an id, even after it purged the
+disbanded room's row (docs/hermes/gateway.md#tombstones), so ids must not collide by
+construction; a create whose reply was lost is found again by its family, never made twice. Each
+local member's `ui_meta['hermes-bots'].groups` lists its rooms by NAME
+(docs/hermes/bot-mode.md#rooms). A member on another machine (`peer/profile`) is a peer target
+seated with a grant that its own gateway issues (docs/hermes/gateway.md#peer-members).
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ from controller.manifests.desired import DesiredState
 REQUIRED_METHODS = ("groups.list", "groups.state", "groups.create", "groups.rename", "groups.disband")
 MEMBERS_METHOD = "groups.members.update"
 POLICY_METHOD = "groups.policy.update"
+REGISTER_METHOD = "groups.peer.register"
+IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")  # the gateway's identifier shape
+# A seat's grant: dispatch access for a day (renewed by the gateway itself while the grant's hard
+# horizon lasts), that horizon 30 days, the most the member's gateway issues
+# (docs/hermes/gateway.md#peer-members); hermes-fleet re-seats a week before it ends.
+SEAT_TTL = 24 * 60 * 60
+SEAT_STATUS_TTL = 30 * 24 * 60 * 60
+RENEW_BEFORE = 7 * 24 * 60 * 60
 DEFAULT_POLICY = {
     "mode": "legacy_bounded",
     "default_responder": "all",
@@ -45,22 +55,19 @@ def fleet_prefix(fleet: str) -> str:
 
 
 def in_family(base: str, room_id: str) -> bool:
-    return room_id == base or bool(re.fullmatch(re.escape(base) + r"-\d+", room_id))
+    """`base` itself, or `base-<suffix>`: `-2`, `-3` from earlier releases, a random suffix now."""
+    return room_id == base or bool(re.fullmatch(re.escape(base) + r"-[0-9a-z]{1,16}", room_id))
 
 
-def next_room_id(base: str, known: Mapping[str, Any]) -> str:
-    """The first id of this family that no room (live or disbanded) uses: ids are never reusable."""
-    if base not in known:
-        return base
-    n = 2
-    while f"{base}-{n}" in known:
-        n += 1
-    return f"{base}-{n}"
+def new_room_id(base: str, token: str) -> str:
+    """A fresh id of this family; `token` is random (chosen at apply), so it cannot collide with an
+    id the gateway retired and then purged from its lists."""
+    return f"{base}-{token}"
 
 
 def needed(state: DesiredState, inventory: Inventory) -> bool:
     """Whether a plan has to look at the gateway at all."""
-    return bool(state.rooms) or any(split_key(k)[0] == "room" for k in inventory.objects)
+    return bool(state.rooms) or bool(state.seats) or any(split_key(k)[0] == "room" for k in inventory.objects)
 
 
 def capability_problem(view: GatewayView) -> str:
@@ -91,18 +98,39 @@ def peer_members(room: Mapping[str, Any]) -> list[str]:
     return [str(m.get("profile")) for m in room.get("members") or [] if (m.get("target") or {}).get("kind") == "peer"]
 
 
+def remote_members(room: Mapping[str, Any]) -> dict[str, str]:
+    """`peer/profile` -> member_id, for a live room's peer members (peer = the target's peer_id)."""
+    out = {}
+    for m in room.get("members") or []:
+        target = m.get("target") or {}
+        if target.get("kind") == "peer":
+            out[f"{target.get('peer_id')}/{m.get('profile')}"] = str(m.get("member_id"))
+    return out
+
+
+def member_names(room: Mapping[str, Any]) -> list[str]:
+    """Every member as the manifests name it: local profiles and `peer/profile`, sorted."""
+    return sorted([*local_members(room), *remote_members(room)])
+
+
 def live_who_answers(room: Mapping[str, Any]) -> str:
     policy = room.get("responder_policy") or {}
     responder = policy.get("default_responder", "all")
     if responder == "leader":
-        by_id = {v: k for k, v in local_members(room).items()}
+        by_id = {v: k for k, v in {**local_members(room), **remote_members(room)}.items()}
         return f"lead:{by_id.get(str(policy.get('leader_member_id')), '?')}"
     return {"all": "everyone", "mentions_only": "auto"}.get(responder, f"({responder})")
 
 
 def live_fields(room: Mapping[str, Any]) -> dict[str, Any]:
     """A live room's managed fields, in the form the inventory records them."""
-    return {"name": room.get("name"), "members": sorted(local_members(room)), "who_answers": live_who_answers(room)}
+    return {"name": room.get("name"), "members": member_names(room), "who_answers": live_who_answers(room)}
+
+
+def seat_routes(view_routes: Any, room: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """`peer/profile` -> its peer route in driver_status ({member_id, status, grant_sha256})."""
+    by_id = {str(r.get("member_id")): r for r in view_routes or () if isinstance(r, Mapping)}
+    return {key: by_id[mid] for key, mid in remote_members(room).items() if mid in by_id}
 
 
 def desired_policy(who: str, member_ids: Mapping[str, str], live: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -117,8 +145,49 @@ def desired_policy(who: str, member_ids: Mapping[str, str], live: Mapping[str, A
     return policy
 
 
-def member(profile: str, member_id: str) -> dict[str, Any]:
-    return {"member_id": member_id, "profile": profile, "handle": profile, "target": {"kind": "local", "profile": profile}}
+def member(profile: str, member_id: str, handle: str | None = None) -> dict[str, Any]:
+    target = {"kind": "local", "profile": profile}
+    return {"member_id": member_id, "profile": profile, "handle": handle or profile, "target": target}
+
+
+def peer_member(peer: str, profile: str, member_id: str, handle: str, catalog: Mapping[str, Any]) -> dict[str, Any]:
+    """A member on another gateway, pinned to the catalog its invitation came with."""
+    target = {
+        "kind": "peer",
+        "peer_id": peer,
+        "installation_id": str(catalog.get("installation_id")),
+        "profile": profile,
+        "capability_digest": str(catalog.get("catalog_digest")),
+    }
+    return {"member_id": member_id, "profile": profile, "handle": handle, "target": target}
+
+
+def seat_member_id(peer: str, profile: str) -> str:
+    return f"{peer}.{profile}"
+
+
+def free_id(wanted: str, used: set[str]) -> str:
+    """`wanted`, else `wanted-2`, `-3`…: member ids are unique and never reused, case-insensitively."""
+    candidate, n = wanted, 2
+    while candidate.casefold() in used:
+        candidate, n = f"{wanted}-{n}", n + 1
+    used.add(candidate.casefold())
+    return candidate
+
+
+def free_handle(wanted: str, taken: set[str], fallback: str = "") -> str:
+    """A handle no other member uses (case-insensitive; @all and @everyone are reserved)."""
+    taken |= {"all", "everyone"}
+    for candidate in (wanted, fallback):
+        if candidate and candidate.casefold() not in taken:
+            taken.add(candidate.casefold())
+            return candidate
+    return free_id(fallback or wanted, taken)
+
+
+def stray(name: str) -> bool:
+    """A folder under profiles/ that the gateway cannot read as a profile name."""
+    return not IDENTIFIER.fullmatch(name)
 
 
 def event_id(op: str, room_id: str, revision: int, payload: Any) -> str:

@@ -71,10 +71,11 @@ class Reason(StrEnum):
     UNREADABLE = "unreadable"  # a live file could not be read
     SECRET_UNAVAILABLE = "secret-unavailable"  # a referenced secret cannot be read on this machine
     WAITS_FOR_BOT = "waits-for-bot"  # a bot it needs is in conflict or error
-    REMOTE_MEMBERS = "remote-members"  # a room member on another machine (not supported yet)
+    REMOTE_MEMBERS = "remote-members"  # a member on another machine cannot be seated (this gateway or its peer)
+    REMOTE_SEAT = "remote-seat"  # a bot of this machine seated in a room another machine's gateway owns
     GATEWAY_PENDING = "gateway-pending"  # the gateway could not be asked; nothing is assumed
     GATEWAY_UNSUPPORTED = "gateway-unsupported"  # the gateway lacks a method or its worker
-    PEER_MEMBERS = "peer-members"  # the live room has remote members: the gateway refuses edits
+    PEER_MEMBERS = "peer-members"  # the room has members on other machines: the gateway refuses that edit
     REMOVED = "removed"  # gone from the manifests, kept until --prune (orphan)
     PRUNED = "pruned"  # gone from the manifests, deleted with --prune
     RELEASED_DEFAULT = "released-default"  # the default profile is released, never deleted
@@ -253,6 +254,11 @@ class GatewayView:
     origin: str = ""
     capabilities: Mapping[str, Any] = field(default_factory=dict)
     rooms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # room_id -> room (disbanded too)
+    # room_id -> driver_status.peer_routes ({member_id, status, grant_sha256}), for live rooms with peer members
+    routes: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    # profile -> groups.capabilities' room_link for it (this machine's bots seated in other machines' rooms)
+    room_links: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    stray_profiles: tuple[str, ...] = ()  # folders under profiles/ that are not profile names (.deleted, ...)
 
     @property
     def methods(self) -> set[str]:
@@ -261,6 +267,10 @@ class GatewayView:
     @property
     def driver(self) -> bool:
         return self.capabilities.get("driver") is True
+
+    @property
+    def install_id(self) -> str:
+        return str(self.capabilities.get("authority_gateway_id") or "")
 
 
 @dataclass(frozen=True)
@@ -289,6 +299,7 @@ class Options:
     prune: bool = False
     adopt: bool = False
     yes: bool = False
+    rooms: bool = True  # False: --no-rooms, rooms are left out of the plan (and the gateway is not asked)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ file that cannot be read becomes an error on that one bot; other bots are observ
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,7 +26,7 @@ from controller.engine import records
 from controller.errors import ControllerError, RefusedValue, SecretUnavailable
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
 from controller.manifests import references
-from controller.manifests.desired import DesiredState, EnvEntry
+from controller.manifests.desired import DesiredState, EnvEntry, Seat
 
 T = TypeVar("T")
 ROOM_PAGE = 500
@@ -38,8 +38,11 @@ def observe(
     inventory: Inventory,
     gateway: gw.GatewayOptions | None = None,
     hermes_version: str | None = None,
+    *,
+    with_rooms: bool = True,
 ) -> Observed:
-    """Everything a plan of `state` looks at, read once (read-only)."""
+    """Everything a plan of `state` looks at, read once (read-only); the gateway only when rooms
+    are involved and not left out (`with_rooms=False`: --no-rooms)."""
     names = set(state.bots) | set(inventory.owned_bots())
     live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots)}
     for name in sorted(names - {DEFAULT_PROFILE}):
@@ -49,11 +52,12 @@ def observe(
     env_values: dict[str, Mapping[str, str]] = {}
     secret_keys: dict[str, frozenset[str]] = {}
     secret_errors: dict[str, str] = {}
-    for owner, entries in [("", state.install_env), *((n, b.env) for n, b in state.bots.items())]:
-        env_values[owner], error = resolve_env(entries)
-        secret_keys[owner] = frozenset(k for k, e in entries.items() if e.secret)
-        if error:
-            secret_errors[owner] = error
+    with references.command_cache():  # a from_command shared by many bots runs once per observation
+        for owner, entries in [("", state.install_env), *((n, b.env) for n, b in state.bots.items())]:
+            env_values[owner], error = resolve_env(entries)
+            secret_keys[owner] = frozenset(k for k, e in entries.items() if e.secret)
+            if error:
+                secret_errors[owner] = error
     avatars = {name: image_digest(bot.avatar_image) for name, bot in state.bots.items() if bot.avatar_image}
     hermes = hermes_install.detect(hermes_version)
     managed = hermes_install.managed_scope()
@@ -68,7 +72,7 @@ def observe(
         jobs=jobs,
         job_errors=job_errors,
         timezones=timezones,
-        rooms=observe_rooms(root, gateway) if rooms.needed(state, inventory) else None,
+        rooms=observe_rooms(root, gateway, seats=state.seats) if with_rooms and rooms.needed(state, inventory) else None,
         hermes_version=hermes.version,
         hermes_version_source=hermes.source,
         managed_scope=managed.path if managed else None,
@@ -252,8 +256,10 @@ def _foreign(root: Path, fleet: str) -> tuple[dict[str, str], dict[str, str]]:
 # --- the gateway ----------------------------------------------------------------------------------
 
 
-def observe_rooms(root: Path, options: gw.GatewayOptions | None) -> GatewayView:
-    """groups.capabilities, then every room (disbanded included). Never writes."""
+def observe_rooms(root: Path, options: gw.GatewayOptions | None, *, seats: Sequence[Seat] = ()) -> GatewayView:
+    """groups.capabilities, then every room (disbanded included), the peer routes of rooms with
+    members on other machines (groups.state's driver_status), and for each bot of this machine
+    seated in another machine's room, RoomLink as this gateway offers it. Never writes."""
     options = options or gw.GatewayOptions()
     try:
         with gw.open_session(root, options, writes=False) as session:
@@ -267,7 +273,30 @@ def observe_rooms(root: Path, options: gw.GatewayOptions | None) -> GatewayView:
                         found[room["room_id"]] = room
                 nxt = page.get("next_offset")
                 offset = nxt if isinstance(nxt, int) and not isinstance(nxt, bool) and nxt > offset else None
-            return GatewayView(origin=session.label, capabilities=caps, rooms=found)
+            routes: dict[str, tuple[Mapping[str, Any], ...]] = {}
+            for room_id, room in found.items():
+                if room.get("disbanded_at") or not rooms.peer_members(room):
+                    continue
+                try:
+                    status = session.call("groups.state", {"room_id": room_id}).get("driver_status")
+                except gw.GatewayRefused as exc:
+                    if isinstance(exc, gw.GatewayIncompatible):
+                        raise
+                    continue  # disbanded since it was listed: the plan sees it as listed
+                if isinstance(status, dict) and isinstance(status.get("peer_routes"), list):
+                    routes[room_id] = tuple(r for r in status["peer_routes"] if isinstance(r, dict))
+            links: dict[str, Mapping[str, Any]] = {}
+            for bot in sorted({seat.bot for seat in seats}):
+                link = session.call("groups.capabilities", {"profile": bot}).get("room_link")
+                links[bot] = link if isinstance(link, dict) else {}
+            return GatewayView(
+                origin=session.label,
+                capabilities=caps,
+                rooms=found,
+                routes=routes,
+                room_links=links,
+                stray_profiles=_stray_profiles(root),
+            )
     except gw.GatewayIncompatible as exc:
         if exc.code == -32601 and exc.method == "groups.capabilities":
             return GatewayView(
@@ -278,3 +307,11 @@ def observe_rooms(root: Path, options: gw.GatewayOptions | None) -> GatewayView:
         return GatewayView(error=f"pending: gateway unusable: {exc}")
     except gw.GatewayError as exc:
         return GatewayView(error=f"pending: gateway unreachable: {exc}")
+
+
+def _stray_profiles(root: Path) -> tuple[str, ...]:
+    """Folders under profiles/ that are no profile name (`.deleted`, a staging leftover)."""
+    try:
+        return tuple(sorted(p.name for p in (root / "profiles").iterdir() if p.is_dir() and rooms.stray(p.name)))
+    except OSError:
+        return ()

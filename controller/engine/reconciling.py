@@ -44,7 +44,7 @@ def plan_home(
 ) -> Planned:
     """Observe and plan; writes nothing (the gateway is only read)."""
     inventory = records.load(root, state.fleet)
-    observed = observing.observe(root, state, inventory, gateway, hermes_version)
+    observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
     return Planned(root, state, inputs, planning.plan(inputs), files)
 
@@ -72,6 +72,28 @@ def apply_once(
     hermes_version: str | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written."""
+    try:
+        return _apply_once(
+            root, state, files, options, lock_timeout, revision, before_apply, on_conflict, should_stop, gateway, hermes_version
+        )
+    finally:
+        if gateway is not None:
+            gateway.release()  # the run's connection (a single-use ticket's) ends with the run
+
+
+def _apply_once(
+    root: Path,
+    state: DesiredState,
+    files: list[str],
+    options: Options,
+    lock_timeout: float,
+    revision: str | None,
+    before_apply: Callable[[Planned], None] | None,
+    on_conflict: Callable[[Planned], None] | None,
+    should_stop: Callable[[], bool] | None,
+    gateway: gw.GatewayOptions | None,
+    hermes_version: str | None,
+) -> tuple[Planned, applying.ApplyResult]:
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
     early = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version)

@@ -27,12 +27,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import fsio
+from controller.adapters import fsio, webhooks
 from controller.adapters.home import state_dir
 from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
-from controller.core.types import WRITING_ACTIONS, Kind, RunResult
+from controller.core import health as health_core
+from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
 from controller.core.types import Options as PlanOptions
-from controller.engine import reconciling, records
+from controller.engine import health, notifying, reconciling, records
 from controller.errors import ConflictError, ControllerError, LockHeld, SourceError, UsageError
 from controller.manifests import desired, reading
 
@@ -54,6 +55,7 @@ class Options:
     retry_min: float = 2.0
     allow_history_rewrite: bool = False
     debounce_ms: int = 300
+    health: bool = True  # check runtime health after each pass (metrics, alerts on transitions)
 
 
 @dataclass
@@ -68,6 +70,7 @@ class Run:
     drift: list[str] = field(default_factory=list)
     message: str = ""
     seconds: float = 0.0
+    pruned: list[str] = field(default_factory=list)  # objects this pass deleted (--prune)
 
     @property
     def transient(self) -> bool:
@@ -130,6 +133,7 @@ class Metrics:
         self.bots: tuple[str, ...] = ()
         self.drift: frozenset[str] = frozenset()
         self.routines: dict[tuple[str, str], bool] = {}  # (bot, routine) -> its last run failed
+        self.health: health_core.Health | None = None  # the last runtime health check (engine.health)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
@@ -155,6 +159,10 @@ class Metrics:
     def observe_routines(self, routines: dict[tuple[str, str], bool]) -> None:
         with self.lock:
             self.routines = dict(routines)
+
+    def observe_health(self, checked: health_core.Health) -> None:
+        with self.lock:
+            self.health = checked
 
     def describe(self) -> list[Any]:
         return []
@@ -212,6 +220,8 @@ class Metrics:
                 info = InfoMetricFamily("hermes_fleet_revision", "The last revision applied or found in sync.", labels=names)
                 info.add_metric(base, {"revision": self.revision})
                 yield info
+            if self.health is not None:
+                yield from _health_families(self.health, names, base)
 
     def render(self, accept: str = "") -> tuple[bytes, str]:
         """The exposition the scraper asked for (Prometheus text, or OpenMetrics), and its content type."""
@@ -237,6 +247,12 @@ class Reconciler:
         self.failures = 0
         self.fleet: str | None = options.fleet
         self.plan_options = PlanOptions(prune=options.prune, yes=options.yes)
+        self.notifier: webhooks.Notifier | None = None  # set by the verb; fed after every pass
+        self.webhooks: tuple[object, ...] | None = None  # the manifests' webhooks the notifier was configured for
+        self.health: health_core.Health | None = None
+        # What the webhooks last heard (kept in the status file, so `--once` and restarts do not repeat it).
+        self.seen_run: Run | None = None
+        self.seen_findings: tuple[health_core.Finding, ...] = ()
 
     # --- one pass --------------------------------------------------------------------------------
 
@@ -257,7 +273,37 @@ class Reconciler:
             seconds=run.seconds,
             message=run.message,
         )
+        self._after_run(run)
         return run
+
+    def _after_run(self, run: Run) -> None:
+        """Health check, metrics and notifications; never fails the pass (docs/watch.md, Notifications)."""
+        if self.fleet is None:
+            return
+        events = notifying.run_events(self.seen_run, run, self.fleet, str(self.root))
+        self.seen_run = run
+        if self.options.health and run.result not in ("source-error",):
+            try:
+                checked = health.check(self.root, self.fleet)
+            except (ControllerError, OSError) as exc:
+                self.log.event("health_error", message=str(exc))
+            else:
+                events += notifying.health_events(self.seen_findings, checked.findings, self.fleet, str(self.root))
+                self.health = checked
+                self.seen_findings = checked.findings
+                self.metrics.observe_health(checked)
+        if self.notifier is not None:
+            for found in events:
+                self.notifier.post(found)
+
+    def _configure_webhooks(self, state: desired.DesiredState) -> None:
+        if self.notifier is None or state.notifications == self.webhooks:
+            return
+        targets, problems = notifying.targets(state)
+        for problem in problems:
+            self.log.event("notify_config_error", message=problem)
+        self.notifier.configure(targets)
+        self.webhooks = state.notifications
 
     def _reconcile(self, trigger: str) -> Run:
         now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -285,6 +331,7 @@ class Reconciler:
         state = desired.for_host(result.state, reading.selected_host(self.options.host, result.state))
         self.fleet = state.fleet
         self.metrics.observe_slice(state.fleet, list(state.bots))
+        self._configure_webhooks(state)
         try:
             run = self._converge(now, trigger, snap, state, result.files)
         except LockHeld as exc:
@@ -346,6 +393,7 @@ class Reconciler:
         )
         self.metrics.observe_routines(_routine_health(planned))
         failed = len(results.failed) + len(planned.plan.errors)
+        pruned = [o.change.key for o in results.done if o.change.action is Action.DELETE]
         if results.abandoned:
             return Run(
                 now,
@@ -361,10 +409,18 @@ class Reconciler:
             causes = [f"{o.change.key}: {o.error}" for o in results.failed]
             causes += [f"{c.key}: {c.reason}" for c in planned.plan.errors]
             return Run(
-                now, trigger, "partial", snap.revision, state.digest, len(results.done), failed, message="; ".join(causes[:3])
+                now,
+                trigger,
+                "partial",
+                snap.revision,
+                state.digest,
+                len(results.done),
+                failed,
+                message="; ".join(causes[:3]),
+                pruned=pruned,
             )
         result = "applied" if results.outcomes else "in-sync"
-        return Run(now, trigger, result, snap.revision, state.digest, len(results.done))
+        return Run(now, trigger, result, snap.revision, state.digest, len(results.done), pruned=pruned)
 
     # --- status file ------------------------------------------------------------------------------
 
@@ -388,6 +444,12 @@ class Reconciler:
             if self.next_run_at
             else None,
             "runs": [asdict(r) for r in self.runs],
+            "notified": {
+                "result": self.seen_run.result if self.seen_run else None,
+                "message": self.seen_run.message if self.seen_run else "",
+                "drift": self.seen_run.drift if self.seen_run else [],
+                "findings": [f.to_json() for f in self.seen_findings],
+            },
         }
         path = state_dir(self.root) / STATUS_FILE
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -494,6 +556,57 @@ def reconciler_lock(root: Path) -> Iterator[None]:
         os.close(fd)
 
 
+HEALTH_CODES = (
+    "routine-failed",
+    "routine-delivery-failed",
+    "gateway-down",
+    "ticker-stalled",
+    "ticker-failing",
+    "credentials-missing",
+)
+
+
+def _health_families(checked: health_core.Health, names: list[str], base: list[str]) -> Iterator[Any]:
+    """The runtime health check (docs/watch.md, "Runtime health") as gauges, per code and per bot."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    def per_bot(name: str, doc: str, values: list[tuple[str, float]]) -> Any:
+        family = GaugeMetricFamily(name, doc, labels=[*names, "bot"])
+        for bot, value in values:
+            family.add_metric([*base, bot], value)
+        return family
+
+    counts: dict[str, int] = {}
+    for finding in checked.findings:
+        counts[finding.code] = counts.get(finding.code, 0) + 1
+    findings = GaugeMetricFamily(
+        "hermes_fleet_health_findings", "Runtime health problems by code (status shows each).", labels=[*names, "code"]
+    )
+    for code in HEALTH_CODES:
+        findings.add_metric([*base, code], counts.get(code, 0))
+    yield findings
+    failing = {f.subject for f in checked.findings if f.code == "routine-failed"}
+    missing = {f.subject for f in checked.findings if f.code == "credentials-missing"}
+    yield per_bot(
+        "hermes_fleet_gateway_up", "1 when a gateway runs for the bot.", [(b.bot, int(b.gateway.running)) for b in checked.bots]
+    )
+    yield per_bot(
+        "hermes_fleet_cron_ticker_heartbeat_age_seconds",
+        "Seconds since the bot's cron ticker last beat.",
+        [(b.bot, age) for b in checked.bots if (age := checked.age(b.heartbeat)) is not None],
+    )
+    yield per_bot(
+        "hermes_fleet_routines_failed",
+        "Routines whose last run failed, per bot.",
+        [(b.bot, sum(1 for r in b.routines if f"routine/{r.routine}" in failing)) for b in checked.bots],
+    )
+    yield per_bot(
+        "hermes_fleet_credentials_missing",
+        "1 when the bot's model provider finds no credential.",
+        [(b.bot, int(f"bot/{b.bot}" in missing)) for b in checked.bots],
+    )
+
+
 def _changed_objects(planned: reconciling.Planned) -> list[str]:
     return [c.key for c in planned.plan.changes if c.action in WRITING_ACTIONS]
 
@@ -518,7 +631,17 @@ def read_status(root: Path) -> dict[str, Any] | None:
 
 
 def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
-    """Carry the last good revision over a restart, so a force-push made meanwhile is still caught."""
+    """Carry over a restart what the webhooks last heard (no repeated alert) and the last good
+    revision (so a force-push made meanwhile is still caught)."""
+    notified = (previous or {}).get("notified")
+    if isinstance(notified, dict) and isinstance(notified.get("result"), str):
+        drift = [str(d) for d in notified.get("drift") or []]
+        reconciler.seen_run = Run("", "", notified["result"], message=str(notified.get("message") or ""), drift=drift)
+        reconciler.seen_findings = tuple(
+            health_core.Finding(str(f.get("code")), str(f.get("severity")), str(f.get("object")), str(f.get("message")))
+            for f in notified.get("findings") or []
+            if isinstance(f, dict)
+        )
     if not previous or previous.get("source") != getattr(reconciler.source, "url", None):
         return
     good = previous.get("last_good_revision")

@@ -68,6 +68,27 @@ class DesiredBot:
 
 
 @dataclass(frozen=True)
+class Seat:
+    """A bot of this machine's slice that is a member (`peer/bot`) of a room on another machine."""
+
+    room: str
+    room_host: str | None
+    peer: str
+    bot: str
+
+
+@dataclass(frozen=True)
+class DesiredWebhook:
+    """A notification webhook; `url` is resolved like a secret (manifests.references), only when posting."""
+
+    name: str
+    url: EnvEntry
+    format: str = "json"
+    events: frozenset[str] | None = None  # None: every event
+    timeout: float = 5.0
+
+
+@dataclass(frozen=True)
 class DesiredState:
     fleet: str
     bots: dict[str, DesiredBot]
@@ -77,6 +98,8 @@ class DesiredState:
     install_config: dict[str, Any]  # the root profile's config.yaml keys (policy, peers, passthrough)
     install_env: dict[str, EnvEntry]  # the root profile's .env keys (peer keys)
     digest: str = ""
+    seats: tuple[Seat, ...] = ()  # set by for_host: this slice's bots seated in other hosts' rooms
+    notifications: tuple[DesiredWebhook, ...] = ()  # not part of the digest: they change nothing in the home
     # Install fields (`config:<key>`, `env:<KEY>`) written to the root profile only, never into the
     # bots: the accepting side of a peer (its API server), set by for_host.
     root_only: frozenset[str] = frozenset()
@@ -272,11 +295,12 @@ def state_digest(state: DesiredState) -> str:
     only: a change to another machine's bots, rooms or peers leaves it as it was. Avatar images are
     covered by their content (a path alone would miss an edited image); secret values never are.
     """
-    # Every field but the digest; fields left empty are left out, so adding one keeps old digests.
+    # Every field but the digest and the notifications (they change nothing in the home); fields
+    # left empty are left out, so adding one keeps old digests.
     payload: dict[str, Any] = {
         name: value
         for name in state.__dataclass_fields__
-        if name != "digest" and (value := getattr(state, name)) not in (None, (), frozenset())
+        if name not in ("digest", "notifications") and (value := getattr(state, name)) not in (None, (), frozenset())
     }
     images = {name: _file_sha256(bot.avatar_image) for name, bot in sorted(state.bots.items()) if bot.avatar_image}
     if images:
@@ -359,6 +383,13 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
             install_env.update(env)
             root_only |= {f"config:{k}" for k in config} | {f"env:{k}" for k in env}
     used_sections = {b.section[1] for b in bots.values() if b.section is not None}
+    seats = tuple(
+        Seat(r.name, r.host, m.partition("/")[0], m.partition("/")[2])
+        for r in state.rooms.values()
+        if r.name not in rooms
+        for m in r.members
+        if "/" in m and m.partition("/")[2] in bots
+    )
     sliced = DesiredState(
         fleet=state.fleet,
         bots=bots,
@@ -367,6 +398,8 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
         peers=peers,
         install_config=install_config,
         install_env=install_env,
+        seats=seats,
+        notifications=state.notifications,
         root_only=frozenset(root_only),
     )
     return DesiredState(**{**sliced.__dict__, "digest": state_digest(sliced)})

@@ -65,9 +65,11 @@ class _LoadProblem(Exception):
 # --- finding files ---------------------------------------------------------------------------
 
 
-def discover(paths: list[str], *, recursive: bool = False, skip: Path | None = None) -> list[str]:
+def discover(paths: list[str], *, recursive: bool = True, skip: Path | None = None) -> list[str]:
     """Expand `-f` arguments into a sorted, de-duplicated list of files ("-" is stdin).
 
+    A folder is read with its sub-folders (a fleet split over `bots/`, `rooms/` is one set);
+    names starting with "." are skipped. `recursive=False` reads only the folder itself.
     `skip` is the Hermes home: a recursive search never reads its files (profile.yaml,
     config.yaml) as manifests when the home sits inside the manifests' folder.
     """
@@ -87,7 +89,9 @@ def discover(paths: list[str], *, recursive: bool = False, skip: Path | None = N
     if not unique:
         raise UsageError(
             f"no manifest files (*.yaml, *.yml, *.json) found in {', '.join(paths)}",
-            hint="pass -R to search sub-folders" if not recursive else "check the -f path",
+            hint="check the -f path (sub-folders are searched; names starting with '.' are skipped)"
+            if recursive
+            else "check the -f path",
         )
     return unique
 

@@ -17,7 +17,7 @@ from pydantic import TypeAdapter
 from controller.manifests.models import KINDS, AnyDocument
 
 SCHEMA_ID = "https://hermes-fleet.dev/schemas/v1/hermes-fleet.json"
-SCHEMAS_DIR = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMAS_DIR = Path(__file__).resolve().parents[2] / "schemas"
 
 
 def document_schema(kind: str | None = None) -> dict[str, Any]:

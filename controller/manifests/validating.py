@@ -564,7 +564,7 @@ class _Checks:
                 self.report.error(
                     item.at(*prefix, "env", key),
                     f"{key} looks like a secret but has a literal value",
-                    f"write '{key}: {{from_env: {key}}}' (or from_file) and keep the value out of git",
+                    f"write '{key}: {{from_env: {key}}}' (or from_file, from_command) and keep the value out of git",
                     "secret_literal",
                 )
         for name, server in (settings.mcp_servers or {}).items():
@@ -574,7 +574,7 @@ class _Checks:
                         self.report.error(
                             item.at(*prefix, "mcp_servers", name, block, key),
                             f"{key} looks like a secret but has a literal value",
-                            "use {from_env: NAME} or {from_file: PATH}",
+                            "use {from_env: NAME}, {from_file: PATH} or {from_command: [argv...]}",
                             "secret_literal",
                         )
         if settings.tts is not None:
@@ -749,6 +749,25 @@ class _Checks:
 
     def check_room(self, item: Declared) -> None:
         room: Room = item.obj
+        for attr in ("name", "renamed_from"):
+            value = getattr(room, attr)
+            if value is not None and value != value.strip():
+                self.report.error(
+                    item.at(attr),
+                    f"room {attr.replace('_', ' ')} {value!r} begins or ends with whitespace; the gateway strips it, "
+                    "so the live name would never match",
+                    "remove the surrounding whitespace",
+                    "name",
+                )
+        remote = [m for m in room.members if "/" in m]
+        if remote and room.who_answers != "everyone":
+            self.report.error(
+                item.at("who_answers"),
+                f"who_answers {room.who_answers!r} cannot be set in a room with members on other machines "
+                f"({', '.join(remote)}): the gateway keeps such a room's policy at 'everyone' and refuses to change it",
+                "use who_answers: everyone, or seat the remote bot in a room of its own",
+                "remote_policy",
+            )
         count = len(room.members)
         if not 2 <= count <= 6:
             self.report.error(
@@ -808,12 +827,33 @@ class _Checks:
                 )
             elif naming.profile_name_problem(profile):
                 self.report.error(where, f"{profile!r} is not a valid profile name", code="name")
+            else:
+                self.check_seat_peer(where, member, next(x.obj for x in self.g.peers if x.obj.name == peer))
         elif member not in self.bot_names:
             self.report.error(
                 where,
                 f"member {member!r} is not a bot of this fleet",
                 self._suggest(member, self.bot_names, "declare it, or write peer/profile for a remote bot"),
                 "reference",
+            )
+
+    def check_seat_peer(self, where: tuple[Document, tuple[object, ...]], member: str, peer: Peer) -> None:
+        """Seating `peer/profile` asks that machine's API server for a grant with the peer's key."""
+        if peer.key is None:
+            self.report.error(
+                where,
+                f"remote member {member!r}: peer {peer.name!r} has no key, and seating the member needs it (the "
+                "peer's API server issues the member's grant only to a caller with that profile's API key)",
+                f"give peer {peer.name!r} a key: {{from_env: ...}}",
+                "reference",
+            )
+        if not _clear_text_allowed(peer.url):
+            self.report.error(
+                where,
+                f"remote member {member!r}: peer {peer.name!r} is reached over plain http ({peer.url}); seating a member "
+                "sends the peer's key and a grant to it, which RoomLink allows only over https (plain http only on loopback)",
+                f"serve {peer.name!r}'s API server over https and write https:// in its url",
+                "url",
             )
 
     def check_peer(self, item: Declared) -> None:
@@ -927,6 +967,14 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         for x in g.peers
         if x.obj.key is not None
     }
+    webhooks: list[d.DesiredWebhook] = []
+    for i, hook in enumerate(policy.notifications or []):
+        if any(w.name == hook.name for w in webhooks):
+            report.error(g.policies[0].at("notifications", i, "name"), f"two webhooks are named {hook.name!r}", "", "duplicate")
+            continue
+        base = str(g.policies[0].base_dir)
+        events = frozenset(hook.events) if hook.events is not None else None
+        webhooks.append(d.DesiredWebhook(hook.name, d.EnvEntry(ref=hook.url, base_dir=base), hook.format, events, hook.timeout))
     state = d.DesiredState(
         fleet=fleet,
         bots=bots,
@@ -935,6 +983,7 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         peers={x.obj.name: x.obj for x in g.peers},
         install_config=install_config,
         install_env=install_env,
+        notifications=tuple(webhooks),
     )
     return d.DesiredState(**{**state.__dict__, "digest": d.state_digest(state)})
 
@@ -994,3 +1043,25 @@ def _install_config(policy: PolicySpec, peers: list[Peer]) -> dict[str, Any]:
     if policy.config:
         out.update(d.flatten(policy.config))
     return out
+
+
+def _clear_text_allowed(url: str) -> bool:
+    """RoomLink's rule for a URL that carries credentials: https, or plain http toward loopback."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    if parts.scheme == "https":
+        return True
+    if parts.scheme != "http" or not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

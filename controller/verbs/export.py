@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import re
 import shutil
 import sys
@@ -29,7 +30,7 @@ from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, defaults, nami
 from controller.manifests.desired import flatten, unflatten
 from controller.manifests.models.bots import BLOB_SILHOUETTES, GEOMETRIC_SHAPES
 
-SCHEMA_LINE = "# yaml-language-server: $schema=https://hermes-fleet.dev/schemas/v1/hermes-fleet.json\n"
+SCHEMA_FILE = Path("schemas") / "hermes-fleet.json"  # where `init` puts it, as this repository does
 BOT_CONFIG_TYPED = ("model", "toolsets", "skills", "mcp_servers", "tts", "checkpoints")
 INSTALL_TYPED = {
     "gateway.bot_loop_guard": ("gateway", "bot_loop_guard"),
@@ -470,7 +471,23 @@ def _bot_with_soul(bot: dict[str, Any], ex: Export, souls_dir: str | None) -> di
     return bot
 
 
-def render_single(ex: Export) -> str:
+def find_schema(folder: Path) -> Path | None:
+    """The nearest `schemas/hermes-fleet.json` in `folder` or a folder above it (a repository made by
+    `hermes-fleet init`, or a clone of hermes-fleet), for the editor's `$schema` reference."""
+    for candidate in (folder.resolve(), *folder.resolve().parents):
+        if (candidate / SCHEMA_FILE).is_file():
+            return candidate / SCHEMA_FILE
+    return None
+
+
+def schema_line(schema: Path | None, folder: Path) -> str:
+    """The yaml-language-server modeline for a file in `folder`: a relative path that resolves, or nothing."""
+    if schema is None:
+        return ""
+    return f"# yaml-language-server: $schema={os.path.relpath(schema, folder.resolve())}\n"
+
+
+def render_single(ex: Export, schema_ref: str = "") -> str:
     spec: dict[str, Any] = {}
     if ex.sections:
         spec["sections"] = list(ex.sections.values())
@@ -481,10 +498,10 @@ def render_single(ex: Export) -> str:
         spec["peers"] = ex.peers
     spec.update(ex.policy)
     doc = {"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": ex.fleet}, "spec": spec}
-    return SCHEMA_LINE + _dump(doc)
+    return schema_ref + _dump(doc)
 
 
-def write_split(ex: Export, folder: Path) -> list[Path]:
+def write_split(ex: Export, folder: Path, schema: Path | None = None) -> list[Path]:
     """A folder per kind: fleet.yaml (policy), sections.yaml, peers.yaml, bots/<bot>.yaml with
     bots/souls/ and bots/avatars/ beside them (referenced files must sit inside a manifest's folder)."""
     written: list[Path] = []
@@ -493,7 +510,7 @@ def write_split(ex: Export, folder: Path) -> list[Path]:
     def put(rel: str, docs: list[dict[str, Any]]) -> None:
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = SCHEMA_LINE + "---\n".join(_dump(d) for d in docs)
+        text = schema_line(schema, path.parent) + "---\n".join(_dump(d) for d in docs)
         path.write_text(text, encoding="utf-8")
         written.append(path)
 
@@ -581,11 +598,28 @@ def _copy_avatars(ex: Export, folder: Path) -> list[Path]:
     return written
 
 
+def default_fleet(root: Path) -> str:
+    """The fleet name when --fleet is not given: the home's one owner, else `exported`.
+
+    A home managed by several fleets has no good default (the export would conflict with each of
+    them), so that is a usage error that names them.
+    """
+    from controller.adapters import inventory
+
+    owners = inventory.all_fleets(root)
+    if len(owners) > 1:
+        raise UsageError(
+            f"{root} is managed by {len(owners)} fleets ({', '.join(owners)}), so the export has no default fleet name",
+            hint="pass --fleet NAME (and --bot NAME for that fleet's bots)",
+        )
+    return owners[0] if owners else "exported"
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     root = resolve_root(args.home)
     if not root.is_dir():
         raise UsageError(f"no Hermes home at {root}", hint="pass --home DIR")
-    fleet = args.fleet
+    fleet = args.fleet or default_fleet(root)
     if naming.profile_name_problem(fleet):
         raise UsageError(f"invalid fleet name {fleet!r}", hint="use ^[a-z0-9][a-z0-9_-]{0,63}$")
     gateway = None
@@ -594,13 +628,21 @@ def cmd_export(args: argparse.Namespace) -> int:
 
         gateway = gw.GatewayOptions(url=args.gateway, token_env=args.gateway_token_env, timeout=args.gateway_timeout)
     ex = export_home(root, fleet, args.bots, gateway=gateway)
+    to_file = args.split or (args.output if args.output and args.output != "-" else None)
+    where = Path(args.split) if args.split else (Path(to_file).parent if to_file else Path.cwd())
+    schema = find_schema(where)
+    if schema is None:
+        ex.warnings.append(
+            f"no {SCHEMA_FILE} in {where} or a folder above it, so no $schema line was written; for editor "
+            f"completion run `hermes-fleet schema > {SCHEMA_FILE}` at the repository root and export again"
+        )
     if args.split:
-        written = write_split(ex, Path(args.split))
+        written = write_split(ex, Path(args.split), schema)
         print(f"wrote {len(written)} file(s) under {args.split}", file=sys.stderr)
-    elif args.output and args.output != "-":
-        target = Path(args.output)
+    elif to_file:
+        target = Path(to_file)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_single(ex), encoding="utf-8")
+        target.write_text(render_single(ex, schema_line(schema, target.parent)), encoding="utf-8")
         _copy_avatars(ex, target.parent)
         print(f"wrote {target}", file=sys.stderr)
     else:
@@ -609,7 +651,8 @@ def cmd_export(args: argparse.Namespace) -> int:
             for bot in ex.bots:
                 if bot.get("avatar", {}).get("kind") == "image":
                     bot.pop("avatar")
-        sys.stdout.write(render_single(ex))
+        sys.stdout.write(render_single(ex, schema_line(schema, Path.cwd())))
+    print(f"hermes-fleet export: fleet {fleet!r}" + ("" if args.fleet else " (default; --fleet names it)"), file=sys.stderr)
     for warning in ex.warnings:
         print(f"hermes-fleet export: warning: {warning}", file=sys.stderr)
     return ExitCode.OK

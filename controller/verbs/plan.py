@@ -5,34 +5,46 @@ from __future__ import annotations
 import argparse
 import sys
 
+from controller.adapters import webhooks
 from controller.adapters.home import resolve_root
-from controller.core.types import Plan
-from controller.engine import reconciling
+from controller.core import insights as plan_insights
+from controller.core.types import Action, Plan
+from controller.engine import notifying, reconciling
 from controller.engine.applying import ApplyResult
 from controller.engine.reconciling import Planned
-from controller.errors import ExitCode
+from controller.errors import ConflictError, ExitCode
+from controller.manifests.desired import DesiredState
 from controller.verbs import common, reporting
+
+NOTIFY_TIMEOUT = 10.0  # apply --notify: how long the deliveries may take after the apply
 
 
 def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
     result = common.load_valid(args)
     assert result.state is not None
-    return reconciling.plan_home(
-        resolve_root(args.home),
-        result.state,
-        result.files,
-        options=common.options(args, **overrides),
-        gateway=common.gateway_options(args),
-        hermes_version=getattr(args, "hermes_version", None),
-    )
+    gateway = common.gateway_options(args)
+    try:
+        return reconciling.plan_home(
+            resolve_root(args.home),
+            result.state,
+            result.files,
+            options=common.options(args, **overrides),
+            gateway=gateway,
+            hermes_version=getattr(args, "hermes_version", None),
+        )
+    finally:
+        gateway.release()
 
 
 def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan") -> None:
+    found = plan_insights.insights(planned.inputs, planned.plan)
     if args.output == "json":
-        reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind))
+        reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind, insights=found))
+        common.wrote_report(args)
         return
     color = reporting.use_color(sys.stdout, args.color)
     reporting.write(reporting.plan_text(planned.plan, home=str(planned.root), color=color))
+    reporting.write(reporting.insights_text(found, color=color))
 
 
 def plan_exit(plan: Plan, detailed: bool) -> int:
@@ -46,7 +58,36 @@ def plan_exit(plan: Plan, detailed: bool) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     planned = make_plan(args, yes=False)
     render_plan(planned, args)
-    return plan_exit(planned.plan, args.detailed_exitcode)
+    code = plan_exit(planned.plan, args.detailed_exitcode)
+    if getattr(args, "deny_widening", False) and code in (ExitCode.OK, ExitCode.CHANGES):
+        widening = plan_insights.insights(planned.inputs, planned.plan).widening
+        if widening:
+            for change in widening:
+                print(f"hermes-fleet: widening denied: {change.describe()}", file=sys.stderr)
+            return ExitCode.DENIED
+    return code
+
+
+def notify(state: DesiredState, events: list[webhooks.Event]) -> None:
+    """`apply --notify`: post, and wait (bounded) for the deliveries; a failure to notify never fails the apply."""
+    if not events:
+        return
+    targets, problems = notifying.targets(state)
+    for problem in problems:
+        print(f"hermes-fleet: warning: {problem}", file=sys.stderr)
+    if not targets:
+        return
+
+    def log(name: str, **fields: object) -> None:
+        if name in ("notify_failed", "notify_dropped"):
+            print(f"hermes-fleet: warning: notification {fields.get('kind')} to webhook {fields.get('webhook')} "
+                  f"not delivered: {fields.get('error') or fields.get('reason')}", file=sys.stderr)  # fmt: skip
+
+    notifier = webhooks.Notifier(log, retries=2)
+    notifier.configure(targets)
+    for found in events:
+        notifier.post(found)
+    notifier.close(timeout=NOTIFY_TIMEOUT)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
@@ -62,18 +103,28 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if text_mode:
             render_plan(planned, args)
 
-    planned, results = reconciling.apply_once(
-        resolve_root(args.home),
-        result.state,
-        result.files,
-        options=common.options(args),
-        lock_timeout=args.lock_timeout,
-        before_apply=show,
-        on_conflict=lambda p: render_plan(p, args, kind="apply"),
-        gateway=common.gateway_options(args),
-        hermes_version=args.hermes_version,
-    )
+    root = resolve_root(args.home)
+    try:
+        planned, results = reconciling.apply_once(
+            root,
+            result.state,
+            result.files,
+            options=common.options(args),
+            lock_timeout=args.lock_timeout,
+            before_apply=show,
+            on_conflict=lambda p: render_plan(p, args, kind="apply"),
+            gateway=common.gateway_options(args),
+            hermes_version=args.hermes_version,
+        )
+    except ConflictError as exc:
+        if getattr(args, "notify", False):
+            notify(result.state, notifying.apply_events(result.state.fleet, str(root), failed=(), pruned=(), conflict=str(exc)))
+        raise
     plan = planned.plan
+    if getattr(args, "notify", False):
+        failed = [f"{o.change.key}: {o.error}" for o in results.failed] + [f"{c.key}: {c.reason}" for c in plan.errors]
+        pruned = [o.change.key for o in results.done if o.change.action is Action.DELETE]
+        notify(result.state, notifying.apply_events(plan.fleet, str(root), failed=failed, pruned=pruned))
     if text_mode:
         reporting.write(
             reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color), not_applied=len(plan.errors))
@@ -84,5 +135,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if plan.errors and text_mode:
             for change in plan.errors:
                 print(f"hermes-fleet: {change.key} not applied: {change.reason}", file=sys.stderr)
-        return ExitCode.FAILED
+        # An object that kept changing under the apply (a room edited meanwhile) is a conflict.
+        return ExitCode.CONFLICT if any(o.conflict for o in results.failed) else ExitCode.FAILED
     return ExitCode.OK

@@ -12,6 +12,7 @@ import sys
 from typing import Any, TextIO
 from xml.sax.saxutils import escape, quoteattr
 
+from controller.core.insights import Insights
 from controller.core.types import Plan
 from controller.diagnostics import Diagnostic
 from controller.engine.applying import ApplyResult
@@ -104,6 +105,43 @@ def validation_json(result: ValidationResult, *, strict: bool) -> str:
         "diagnostics": [d.to_json() for d in result.diagnostics],
     }
     return json.dumps(payload, indent=2) + "\n"
+
+
+def validation_json_fleets(results: list[ValidationResult], *, strict: bool) -> str:
+    """One JSON document for one or several fleets: the totals at the top, each fleet in `fleets[]`.
+
+    With one fleet the top level is exactly `validation_json`'s document; `fleet` and `digest` are
+    null there when the paths hold several fleets (each entry of `fleets[]` has its own).
+    """
+    per_fleet = [json.loads(validation_json(r, strict=strict)) for r in results]
+    if len(per_fleet) == 1:
+        top = dict(per_fleet[0])
+    else:
+        top = json.loads(validation_json(merged_result(results), strict=strict))
+        top["valid"] = all(f["valid"] for f in per_fleet)
+    payload = {"schemaVersion": JSON_SCHEMA_VERSION, "kind": "validate", **top}
+    payload["fleets"] = [{k: v for k, v in f.items() if k != "schemaVersion"} for f in per_fleet]
+    return json.dumps(payload, indent=2) + "\n"
+
+
+def merged_result(results: list[ValidationResult]) -> ValidationResult:
+    """Several fleets' results as one (for the formats that have no notion of a fleet: github, junit)."""
+    if len(results) == 1:
+        return results[0]
+    files = list(dict.fromkeys(f for r in results for f in r.files))
+    diagnostics = sorted((d for r in results for d in r.diagnostics), key=lambda x: (x.file, x.line, x.column))
+    return ValidationResult(diagnostics, None, files, sum(r.documents for r in results))
+
+
+def validation_text_fleets(results: list[ValidationResult], *, strict: bool, color: bool) -> str:
+    """Each fleet's findings and verdict line; with several fleets, a last line counting them."""
+    text = "".join(validation_text(r, strict=strict, color=color) for r in results)
+    if len(results) > 1:
+        bad = sum(1 for r in results if r.errors or r.state is None or (strict and r.warnings))
+        p = Palette(color)
+        verdict = p.red("invalid") if bad else p.green("valid")
+        text += f"{verdict}: {len(results)} fleet(s), {len(results) - bad} valid, {bad} invalid\n"
+    return text
 
 
 def _gh_escape(text: str, *, prop: bool = False) -> str:
@@ -248,7 +286,9 @@ def plan_summary_line(plan: Plan, p: Palette | None = None) -> str:
     return head + (" " + "; ".join(extra) + "." if extra else "")
 
 
-def plan_json(plan: Plan, *, home: str, results: ApplyResult | None = None, kind: str = "plan") -> str:
+def plan_json(
+    plan: Plan, *, home: str, results: ApplyResult | None = None, kind: str = "plan", insights: Insights | None = None
+) -> str:
     payload: dict[str, Any] = {
         "schemaVersion": JSON_SCHEMA_VERSION,
         "kind": kind,
@@ -288,7 +328,43 @@ def plan_json(plan: Plan, *, home: str, results: ApplyResult | None = None, kind
             for o in results.outcomes
         ]
         payload["summary"]["failed"] = len(results.failed)
+    if insights is not None:
+        payload["insights"] = insights.to_json()
     return json.dumps(payload, indent=2, default=str) + "\n"
+
+
+def insights_text(ins: Insights, *, color: bool) -> str:
+    """The reviewer's summary under a plan: capability changes, scheduled model runs, loop risks."""
+    p = Palette(color)
+    lines: list[str] = []
+    if ins.capabilities:
+        widening = len(ins.widening)
+        lines.append(p.bold("Capabilities") + f": {widening} widening, {len(ins.capabilities) - widening} other change(s)")
+        for c in ins.capabilities:
+            paint = p.red if c.direction == "widening" else (p.green if c.direction == "narrowing" else p.dim)
+            lines.append(f"  {paint(c.direction.ljust(9))} {c.describe()}")
+    if ins.runs_before or ins.runs_after or ins.one_shots_before or ins.one_shots_after:
+        delta = ins.runs_after - ins.runs_before
+        sign = "+" if delta >= 0 else ""
+        lines.append(
+            p.bold("Scheduled LLM runs per day")
+            + f": {ins.runs_before:.4g} -> {ins.runs_after:.4g} ({sign}{delta:.4g})"
+            + (
+                f"; one-shots {ins.one_shots_before} -> {ins.one_shots_after}"
+                if ins.one_shots_before or ins.one_shots_after
+                else ""
+            )
+        )
+        for r in ins.rates[:10]:
+            lines.append(f"  routine/{r.routine}: {r.before:.4g} -> {r.after:.4g}")
+        if len(ins.rates) > 10:
+            lines.append(p.dim(f"  ... and {len(ins.rates) - 10} more routine(s)"))
+    if ins.loops:
+        lines.append(p.bold("Loop risks") + f": {len(ins.loops)}")
+        for x in ins.loops:
+            paint = p.red if x.severity == "high" else p.yellow
+            lines.append(f"  {paint(x.severity.ljust(7))} {x.kind} {x.subject!r}: {x.detail}")
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 _DONE = {"create": "created", "update": "updated", "adopt": "adopted", "delete": "deleted (backed up)", "release": "released"}

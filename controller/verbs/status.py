@@ -14,7 +14,7 @@ from controller.adapters.home import profile_dir, resolve_root
 from controller.core import drift, rooms
 from controller.core.inventory import Inventory, routine_parts, split_key
 from controller.core.types import GatewayView
-from controller.engine import observing, records
+from controller.engine import health, observing, records
 from controller.engine.reconciling import Planned
 from controller.engine.watching import read_status
 from controller.errors import ControllerError, ExitCode
@@ -31,7 +31,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         fleets = [planned.state.fleet]
     else:
         fleets = [args.fleet] if args.fleet else inventory_file.all_fleets(root)
-    reports = [fleet_status(root, name, planned, args) for name in fleets]
+    try:
+        reports = [fleet_status(root, name, planned, args) for name in fleets]
+    finally:
+        common.gateway_options(args).release()
     watch = read_status(root)
     if args.output == "json":
         reporting.write(
@@ -48,6 +51,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
             + "\n"
         )
+        common.wrote_report(args)
     else:
         color = reporting.use_color(sys.stdout, args.color)
         reporting.write(_status_text(root, reports, color=color) + _watch_text(watch, color=color))
@@ -60,11 +64,9 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
     inventory = records.load(root, fleet)
     objects = []
     view: GatewayView | None = None
-    if inventory.keys_of("room"):  # one read-only look at the gateway
+    if inventory.keys_of("room"):  # one read-only look at the gateway, shared by every fleet of the home
         mine = planned is not None and planned.state.fleet == fleet
-        view = (planned.inputs.observed.rooms if mine and planned is not None else None) or observing.observe_rooms(
-            root, common.gateway_options(args)
-        )
+        view = (planned.inputs.observed.rooms if mine and planned is not None else None) or _rooms_view(root, args)
     for key in sorted(inventory.objects):
         objects.append(
             {
@@ -78,11 +80,24 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
         "managed": len(inventory.owned_bots()),
         "last_apply": inventory.last_apply,
         "objects": objects,
-        "drifted": sum(1 for o in objects if o["drifted_fields"]),
+        # A string is why the fields are unknown (missing, unreadable, gateway unreachable): not drift.
+        "drifted": sum(1 for o in objects if isinstance(o["drifted_fields"], list) and o["drifted_fields"]),
+        "unknown": sum(1 for o in objects if isinstance(o["drifted_fields"], str)),
     }
     if planned is not None and planned.state.fleet == fleet:
         report["pending"] = {"changes_pending": planned.plan.has_changes, **planned.plan.counts()}
+    report["health"] = health.check(root, fleet, inventory=inventory).to_json()
     return report
+
+
+def _rooms_view(root: Path, args: argparse.Namespace | None) -> GatewayView:
+    cached = getattr(args, "status_rooms_view", None) if args is not None else None
+    if isinstance(cached, GatewayView):
+        return cached
+    view = observing.observe_rooms(root, common.gateway_options(args))
+    if args is not None:
+        args.status_rooms_view = view
+    return view
 
 
 def object_drift(root: Path, inventory: Inventory, key: str, view: GatewayView | None) -> list[str] | str:
@@ -136,10 +151,34 @@ def _status_text(root: Path, reports: list[dict[str, Any]], *, color: bool) -> s
                 lines.append(p.red(f"  ! {o['object']}: {drifted}"))
             elif drifted:
                 lines.append(p.yellow(f"  ~ {o['object']}: drift in {', '.join(drifted)}"))
-        lines.append(f"  drift: {r['drifted']} object(s) differ from the last apply" + ("" if r["drifted"] else " (in sync)"))
+        unknown = f"; {r['unknown']} object(s) could not be checked (see above)" if r.get("unknown") else ""
+        in_sync = "" if r["drifted"] or unknown else " (in sync)"
+        lines.append(f"  drift: {r['drifted']} object(s) differ from the last apply{in_sync}{unknown}")
         if "pending" in r:
             lines.append(f"  manifests: {'changes pending' if r['pending']['changes_pending'] else 'no changes pending'}")
+        if "health" in r:
+            lines += _health_text(r["health"], p)
     return "\n".join(lines) + "\n"
+
+
+def _health_text(h: dict[str, Any], p: reporting.Palette) -> list[str]:
+    """Runtime health (engine.health): one summary line, then one line per problem."""
+    bots = h["bots"]
+    routines = [r for b in bots for r in b["routines"] if r["found"]]
+    up = sum(1 for b in bots if b["gateway"]["running"])
+    ok = sum(1 for r in routines if r["last_status"] == "ok")
+    summary = f"{len(bots)} bot(s), gateway running for {up}; {len(routines)} routine(s), {ok} last ran ok"
+    findings = h["findings"]
+    if not findings:
+        return [f"  health: {p.green('ok')} ({summary})"]
+    errors = sum(1 for f in findings if f["severity"] == "error")
+    lines = [
+        f"  health: {p.red(f'{len(findings)} problem(s)') if errors else p.yellow(f'{len(findings)} warning(s)')} ({summary})"
+    ]
+    for f in findings:
+        paint = p.red if f["severity"] == "error" else p.yellow
+        lines.append(paint(f"  ! {f['object']}: {f['code']}: {f['message']}"))
+    return lines
 
 
 def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:

@@ -12,18 +12,19 @@ from controller.verbs import common, reporting
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    result = common.load(args)
+    results = common.load_fleets(args)  # several fleets in the paths: each is validated on its own
     strict = args.strict
     if args.output == "json":
-        text = reporting.validation_json(result, strict=strict)
+        text = reporting.validation_json_fleets(results, strict=strict)
     elif args.output == "github":
-        text = reporting.validation_github(result, strict=strict)
+        text = reporting.validation_github(reporting.merged_result(results), strict=strict)
     elif args.output == "junit":
-        text = reporting.validation_junit(result, strict=strict)
+        text = reporting.validation_junit(reporting.merged_result(results), strict=strict)
     else:
-        text = reporting.validation_text(result, strict=strict, color=reporting.use_color(sys.stdout, args.color))
+        text = reporting.validation_text_fleets(results, strict=strict, color=reporting.use_color(sys.stdout, args.color))
     reporting.write(text)
-    failed = bool(result.errors) or result.state is None or (strict and result.warnings)
+    common.wrote_report(args)
+    failed = any(bool(r.errors) or r.state is None or (strict and r.warnings) for r in results)
     return ExitCode.BAD_INPUT if failed else ExitCode.OK
 
 

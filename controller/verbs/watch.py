@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from controller.adapters import webhooks
 from controller.adapters.home import resolve_root, state_dir
 from controller.adapters.sources import GitSource, LocalSource
 from controller.engine import watching
@@ -21,7 +22,7 @@ def build_source(args: argparse.Namespace, root: Path) -> LocalSource | GitSourc
         return GitSource(args.git, ref=args.ref, path=args.path, cache_root=state_dir(root) / "git", ssh_key=args.ssh_key)
     if not args.files:
         raise UsageError("watch needs -f PATH or --git URL")
-    return LocalSource(args.files, recursive=args.recursive)
+    return LocalSource(args.files, recursive=True)  # folders are read with their sub-folders, as in apply
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -42,10 +43,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     with watching.reconciler_lock(root):
         reconciler = watching.Reconciler(root, source, options, log)
+        reconciler.notifier = webhooks.Notifier(log.event)
         watching.resume(reconciler, watching.read_status(root))
         if args.once:
-            run = reconciler.reconcile("once")
-            reconciler.write_status()
+            try:
+                run = reconciler.reconcile("once")
+                reconciler.write_status()
+            finally:
+                reconciler.notifier.close(timeout=args.notify_timeout)
             return once_exit(run)
         watching.install_signals(reconciler, log)
         server = None
@@ -63,6 +68,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         finally:
             if server is not None:
                 server.shutdown()
+            reconciler.notifier.close(timeout=args.notify_timeout)
     return ExitCode.OK
 
 

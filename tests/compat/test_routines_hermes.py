@@ -186,3 +186,22 @@ def test_hermes_cron_create_racing_apply_loses_no_job(hermes: HermesCLI, hermes_
     assert ext["prompt"] == "x0-0" and ext["schedule"]["display"] == "every 60m"
     assert_converged(manifest(version), hermes_root)
     assert len(listed(hermes, "alpha")) == len(expected) + 2
+
+
+def test_default_toolsets_are_what_hermes_gives_an_unpinned_platform(hermes) -> None:
+    """The plan insights compare a pin against Hermes' own default set (controller.hermes.capabilities)."""
+    import json
+
+    from controller.hermes.capabilities import default_toolsets
+    from controller.hermes.platforms import PLATFORMS_0_19
+
+    code = (
+        "import json\n"
+        "from hermes_cli.tools_config import _get_platform_tools\n"
+        f"print(json.dumps({{p: sorted(_get_platform_tools({{}}, p)) for p in {list(PLATFORMS_0_19)!r}}}))\n"
+    )
+    out = hermes.python(code).stdout.strip().splitlines()[-1]
+    resolved = json.loads(out)
+    assert set(resolved) == set(PLATFORMS_0_19)
+    for platform, toolsets in resolved.items():
+        assert set(toolsets) - {"kanban"} == default_toolsets(platform), platform

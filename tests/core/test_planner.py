@@ -33,8 +33,8 @@ from controller.core.types import (
     Plan,
     Reason,
 )
-from controller.manifests.desired import DesiredBot, DesiredState, Origin
-from controller.manifests.models import Room, Routine
+from controller.manifests.desired import DesiredBot, DesiredState, Origin, Seat
+from controller.manifests.models import Peer, Room, Routine, SecretRef
 
 NOW = datetime(2026, 12, 1, 7, 0, tzinfo=UTC)
 HOME = Path("/nonexistent/hermes-home")
@@ -191,6 +191,72 @@ def groups_synced(inputs: Inputs, *bots: str, room: str = "Team") -> Inputs:
         for n in bots
     }
     return with_live(inputs, **live)
+
+
+# Members on other machines: peer `spark` (its key resolved), bot `rev` there, seated as `spark.rev`.
+SPARK = Peer(name="spark", url="https://spark.lan:8642", key=SecretRef(from_env="SPARK_KEY"))
+MIXED = Room(name="Team", members=["alpha", "beta", "spark/rev"])
+REGISTERING = dataclasses.replace(GATEWAY, capabilities={**GATEWAY.capabilities, "methods": [*METHODS, "groups.peer.register"]})
+FINGERPRINT = "f" * 64
+
+
+def with_peer_key(inputs: Inputs) -> Inputs:
+    """The peer's key resolved on this machine, and already in the root's .env and every bot's
+    (install-wide keys reach every bot: the install is in sync)."""
+    key = {"HERMES_PEER_SPARK_KEY": "k"}
+    live = {n: dataclasses.replace(p, env={**(p.env or {}), **key}) for n, p in inputs.observed.live.items() if p.exists}
+    live["default"] = dataclasses.replace(root(), env=key)
+    keyed = with_live(inputs, **live)
+    return with_observed(keyed, env_values={"": key})
+
+
+def mixed_state(room: Room = MIXED) -> DesiredState:
+    return dataclasses.replace(state(ALPHA, BETA, rooms=(room,)), peers={"spark": SPARK})
+
+
+def mixed_live(room_id: str = ROOM_ID) -> dict[str, Any]:
+    room = live_room(room_id, "Team", ["alpha", "beta"])
+    target = {
+        "kind": "peer",
+        "peer_id": "spark",
+        "installation_id": "install:spark",
+        "profile": "rev",
+        "capability_digest": "c" * 64,
+    }
+    room["members"].append({"member_id": "spark.rev", "profile": "rev", "handle": "rev", "target": target})
+    return room
+
+
+def mixed(*, ends_in_days: float = 30, status: str = "ready", room: Room = MIXED) -> Inputs:
+    """The mixed room, owned, live, its seat registered with this fleet's grant (ending in `ends_in_days`)."""
+    entry = {
+        "room_id": ROOM_ID,
+        "applied": {"name": "Team", "members": ["alpha", "beta", "spark/rev"], "who_answers": "everyone"},
+        "seats": {"spark/rev": {
+            "member_id": "spark.rev", "grant_sha256": FINGERPRINT, "status_expires_at": NOW.timestamp() + ends_in_days * 86400,
+        }},
+    }  # fmt: skip
+    view = dataclasses.replace(
+        REGISTERING,
+        rooms={ROOM_ID: mixed_live()},
+        routes={ROOM_ID: ({"member_id": "spark.rev", "status": status, "grant_sha256": FINGERPRINT},)},
+    )
+    inputs = dataclasses.replace(
+        ROOM_OWNED,
+        state=mixed_state(room),
+        inventory=inventory({**ROOM_OWNED.inventory.objects, room_key("Team"): entry}),
+    )
+    return groups_synced(with_peer_key(with_observed(inputs, rooms=view)), "alpha", "beta")
+
+
+def seated_here(link: dict[str, Any] | None) -> Inputs:
+    """This machine runs bot alpha, seated (as spark/alpha) in room Team that host office owns."""
+    view = dataclasses.replace(GATEWAY, room_links={"alpha": link} if link is not None else {})
+    seats = (Seat(room="Team", room_host="office", peer="spark", bot="alpha"),)
+    return with_observed(dataclasses.replace(BASELINE, state=dataclasses.replace(state(ALPHA), seats=seats)), rooms=view)
+
+
+READY = {"enabled": True, "endpoint": {"available": True, "url": "https://spark.lan:8642", "transport_security": "tls"}}
 
 
 # --- the table -----------------------------------------------------------------------------------
@@ -423,6 +489,67 @@ CASES = [
         {},
         id="room-prune-already-disbanded",
     ),
+    pytest.param(
+        groups_synced(
+            with_observed(ROOM_BASE, rooms=gateway_with(live_room(ROOM_ID + "-3f9a0c2e", "Team", ["alpha", "beta"]))),
+            "alpha",
+            "beta",
+        ),
+        {"room/Team": (Action.ADOPT, Reason.ID_EXISTS)},
+        {},
+        id="room-random-id-of-the-family-is-found-again",
+    ),
+    pytest.param(
+        with_options(dataclasses.replace(ROOM_OWNED, observed=dataclasses.replace(ROOM_OWNED.observed, rooms=None)), rooms=False),
+        {},
+        {},
+        id="room-left-out-with-no-rooms",
+    ),
+    # rooms with members on other machines (seats)
+    pytest.param(
+        with_peer_key(with_observed(dataclasses.replace(ROOM_BASE, state=mixed_state()), rooms=REGISTERING)),
+        {"room/Team": (Action.CREATE, Reason.NEW)},
+        {},
+        id="room-create-seats-a-member-from-another-machine",
+    ),
+    pytest.param(
+        with_observed(dataclasses.replace(ROOM_BASE, state=mixed_state()), rooms=REGISTERING),
+        {"room/Team": (Action.ERROR, Reason.SECRET_UNAVAILABLE)},
+        {},
+        id="room-seat-needs-the-peer-key",
+    ),
+    pytest.param(
+        with_peer_key(with_observed(dataclasses.replace(ROOM_BASE, state=mixed_state()), rooms=GATEWAY)),
+        {"room/Team": (Action.ERROR, Reason.REMOTE_MEMBERS)},
+        {},
+        id="room-seat-needs-peer-register",
+    ),
+    pytest.param(mixed(), {}, {}, id="room-seat-in-sync"),
+    pytest.param(
+        mixed(status="needs_reauthorization"), {"room/Team": (Action.UPDATE, Reason.MANAGED)}, {}, id="room-seat-reauthorized"
+    ),
+    pytest.param(
+        mixed(ends_in_days=3), {"room/Team": (Action.UPDATE, Reason.MANAGED)}, {}, id="room-seat-renewed-before-it-ends"
+    ),
+    pytest.param(
+        mixed(room=Room(name="Team", members=["alpha", "spark/rev"])),
+        {"room/Team": (Action.ERROR, Reason.PEER_MEMBERS)},
+        {},
+        id="room-with-peers-keeps-its-members",
+    ),
+    pytest.param(seated_here(READY), {"room/Team": (Action.NOOP, Reason.REMOTE_SEAT)}, {}, id="seat-served-here"),
+    pytest.param(
+        seated_here({"enabled": False, "reason": "durable_run_storage_required"}),
+        {"room/Team": (Action.ERROR, Reason.GATEWAY_UNSUPPORTED)},
+        {},
+        id="seat-gateway-without-roomlink",
+    ),
+    pytest.param(
+        seated_here({"enabled": True, "endpoint": {"available": False, "reason": "not_configured"}}),
+        {"room/Team": (Action.ERROR, Reason.GATEWAY_UNSUPPORTED)},
+        {},
+        id="seat-without-an-endpoint",
+    ),
 ]
 
 
@@ -538,3 +665,21 @@ def test_root_only_install_fields_reach_the_root_and_no_bot() -> None:
     assert {"config:gateway.multiplex_profiles", "env:API_SERVER_KEY", "env:PEER_KEY", "config:timezone"} <= install
     assert {"config:timezone", "env:PEER_KEY"} <= alpha
     assert not alpha & {"config:gateway.multiplex_profiles", "env:API_SERVER_KEY"}
+
+
+def test_a_seat_says_what_it_needs() -> None:
+    """Seat fields: a new room's remote member is invited and registered; an existing one is
+    re-seated when its route needs reauthorization or this fleet's grant ends within a week."""
+
+    def seat(inputs: Inputs) -> tuple[Any, Any] | None:
+        (room,) = [c for c in planning.plan(inputs).changes if c.key == "room/Team"]
+        found = [(f.old, f.new) for f in room.fields if f.field == "seat:spark/rev"]
+        return found[0] if found else None
+
+    created = with_peer_key(with_observed(dataclasses.replace(ROOM_BASE, state=mixed_state()), rooms=REGISTERING))
+    assert seat(created) == (None, "invited and registered")
+    assert seat(mixed()) is None
+    assert seat(mixed(status="needs_reauthorization")) == ("needs reauthorization", "invited and registered")
+    assert seat(mixed(ends_in_days=3)) == ("grant ends 2026-12-04", "renewed")
+    routes = dataclasses.replace(mixed().observed.rooms, routes={})  # type: ignore[arg-type]
+    assert seat(with_observed(mixed(status="needs_reauthorization"), rooms=routes)) is None  # no driver_status: no judging

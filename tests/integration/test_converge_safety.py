@@ -12,6 +12,7 @@ from tests.integration.helpers import (
     fields,
     hermes_fleet,
     plan,
+    plan_json,
     profile,
     read_yaml,
     snapshot,
@@ -117,6 +118,14 @@ def test_prune_moves_only_owned_bots_to_a_restorable_backup(home: Path, manifest
     restored = hermes_fleet("restore", "--home", home, backups[0].name)
     assert restored.code == 0, restored.text
     assert (profile(home, "beta") / "memories" / "MEMORY.md").read_text() == "beta remembers\n"
+    # What restore says is what happens: apply leaves the bot alone (no orphan) until it is back in
+    # the fleet's manifests, and then manages it again without changes.
+    assert "apply leaves it alone until bot 'beta' is back in that fleet's manifests" in restored.out
+    assert "bot/beta" not in changes(manifest, home, "--prune")
+    assert "beta" not in {o["name"] for o in plan_json(manifest, home)["objects"]}
+    manifest = write_fleet(manifests, [*bots, {"name": "default", "title": "Root"}])
+    assert "bot/beta" not in changes(manifest, home)
+    assert_converged(manifest, home)
 
 
 def test_prune_never_deletes_the_default_profile(home: Path, manifests: Path) -> None:
@@ -271,3 +280,15 @@ def test_the_root_profile_is_managed_after_adopt(home: Path, manifests: Path) ->
         run = apply(other, home, *flags)
         assert run.code == 3, run.text
         assert snapshot(home) == before
+
+
+def test_an_adopt_plan_lists_the_bot_chat_that_apply_creates(home: Path, manifests: Path) -> None:
+    handmade = profile(home, "alpha")
+    handmade.mkdir(parents=True)
+    (handmade / "config.yaml").write_text("model:\n  default: x\n")
+    manifest = write_fleet(manifests, [{"name": "alpha", "model": {"default": "x"}}])
+    (obj,) = [o for o in plan_json(manifest, home, "--adopt")["objects"] if o["name"] == "alpha"]
+    assert obj["action"] == "adopt"
+    assert ("botchat", "add") in [(f["field"], f["op"]) for f in obj["fields"]]
+    assert apply(manifest, home, "--adopt").code == 0
+    assert_converged(manifest, home)

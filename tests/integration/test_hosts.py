@@ -19,7 +19,7 @@ spec:
     - {name: R, members: [a, c], host: alpha}
     - {name: S, members: [a, betabox/b], host: alpha}
   peers:
-    - {name: betabox, url: "http://beta:8642", host: alpha, key: {from_env: BETA_KEY}}
+    - {name: betabox, url: "https://beta:8642", host: alpha, key: {from_env: BETA_KEY}}
 """
 
 
@@ -86,12 +86,13 @@ def test_a_slice_digest_moves_only_with_that_machines_slice(tmp_path):
         "alpha room": FLEET.replace(
             "{name: R, members: [a, c], host: alpha}", "{name: R, members: [a, c], host: alpha, who_answers: auto}"
         ),
-        "alpha peer": FLEET.replace('url: "http://beta:8642"', 'url: "http://beta:9000"'),
+        "alpha peer": FLEET.replace('url: "https://beta:8642"', 'url: "https://beta:9000"'),
         "alpha section": FLEET.replace(
             "  bots:\n    - {name: a, host: alpha}", "  sections: [{name: A}]\n  bots:\n    - {name: a, host: alpha, section: A}"
         ),
     }
     for what, text in elsewhere.items():
+        assert text != FLEET, what
         changed = _slices(tmp_path, text, what.replace(" ", "-"))
         assert changed["beta"].digest == base["beta"].digest, f"{what} moved beta's digest"
         assert changed["alpha"].digest != base["alpha"].digest, f"{what} did not move alpha's digest"
@@ -100,6 +101,7 @@ def test_a_slice_digest_moves_only_with_that_machines_slice(tmp_path):
         "install-wide": FLEET.replace("spec:\n", "spec:\n  config: {timezone: Europe/Berlin}\n", 1),
     }
     for what, text in everywhere.items():
+        assert text != FLEET, what
         changed = _slices(tmp_path, text, what.replace(" ", "-"))
         assert all(changed[h].digest != base[h].digest for h in ("alpha", "beta")), what
 

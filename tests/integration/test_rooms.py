@@ -60,7 +60,9 @@ def test_create_rename_members_who_answers_and_groups_mirror(home: Path, manifes
     assert run.code == 0, run.text
     room = only_room(gateway)
     assert room["name"] == "Ops" and members(room) == ["alice", "bob"]
-    assert room["room_id"] == rooms_mod.base_room_id("acme", "Ops")
+    base = rooms_mod.base_room_id("acme", "Ops")
+    assert rooms_mod.in_family(base, room["room_id"]) and room["room_id"] != base  # random suffix
+    first_id = room["room_id"]
     assert groups(home, "alice") == (["Ops"], "Ops") and groups(home, "bob") == (["Ops"], "Ops")
     assert groups(home, "carol")[0] in (None, [])
     assert plan(m, home, "--detailed-exitcode").code == 0
@@ -80,7 +82,7 @@ def test_create_rename_members_who_answers_and_groups_mirror(home: Path, manifes
     run = apply(m, home)
     assert run.code == 0, run.text
     room = only_room(gateway)
-    assert room["room_id"] == rooms_mod.base_room_id("acme", "Ops")  # same room, renamed in place
+    assert room["room_id"] == first_id  # same room, renamed in place
     assert room["name"] == "Operations" and members(room) == ["alice", "bob", "carol"]
     lead = next(x["member_id"] for x in room["members"] if x["profile"] == "carol")
     assert room["responder_policy"]["default_responder"] == "leader"
@@ -244,8 +246,9 @@ def test_disband_only_with_prune_and_only_owned(home: Path, manifests: Path, gat
     # Recreating it later gets a fresh id (disbanded ids are never reusable).
     m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
     assert apply(m, home).code == 0
-    ids = sorted(gateway.live())
-    assert ids == sorted(["r-desktop1", rooms_mod.base_room_id("acme", "Ops") + "-2"])
+    (new_id,) = sorted(set(gateway.live()) - {"r-desktop1"})
+    assert rooms_mod.in_family(rooms_mod.base_room_id("acme", "Ops"), new_id)
+    assert gateway.retired and new_id not in gateway.retired
 
 
 def test_same_named_foreign_room_needs_adopt(home: Path, manifests: Path, gateway: FakeGateway):
@@ -281,35 +284,238 @@ def test_refusals_are_reported_with_their_reason(home: Path, manifests: Path, ga
     assert run.code == 1 and "driver: false" in run.text
 
 
-def test_explicit_gateway_url_and_token_env_never_printed(
+def test_explicit_gateway_url_with_a_single_use_ticket(
     home: Path, manifests: Path, gateway: FakeGateway, monkeypatch: pytest.MonkeyPatch
 ):
-    gateway.stop_control()  # no discovery: only the explicit URL and its token
-    gateway.tokens.add(TOKEN)
-    monkeypatch.setenv("FLEET_GW_TOKEN", TOKEN)
+    """A ticket minted on that machine (`hermes gateway ticket`) opens ONE connection: the whole run
+    (observe, plan again under the lock, apply) shares it; a second run needs a fresh ticket."""
+    gateway.stop_control()  # no discovery: only the explicit URL and its ticket
+    ticket = gateway.mint_ticket()
+    monkeypatch.setenv("FLEET_GW_TOKEN", ticket)
     m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
     flags = ("--gateway", gateway.origin, "--gateway-token-env", "FLEET_GW_TOKEN")
     run = hermes_fleet("--debug", "apply", "-f", m, "--home", home, *flags)
     assert run.code == 0, run.text
-    assert TOKEN not in run.text
-    assert len(gateway.live()) == 1
-    monkeypatch.setenv("FLEET_GW_TOKEN", "wrong-" + TOKEN)
+    assert ticket not in run.text
+    assert len(gateway.live()) == 1 and len(gateway.handshakes) == 1
+    # The same ticket again: the gateway refuses it (single use), and the message says what to do.
     run = plan(m, home, *flags, "-o", "json")
-    assert TOKEN not in run.text and "refused the credential" in run.text
+    assert run.code == 1 and ticket not in run.text
+    room = next(o for o in run.json()["objects"] if o["kind"] == "room")
+    assert "refused the credential" in room["reason"] and "hermes gateway ticket" in room["reason"]
+    monkeypatch.setenv("FLEET_GW_TOKEN", gateway.mint_ticket())
     run = hermes_fleet("status", "--home", home, *flags)
-    assert TOKEN not in run.text
+    assert run.code == 0 and "could not be checked" not in run.out, run.text
     # Without discovery or URL: pending, with a hint to start the gateway.
     run = plan(m, home)
     assert run.code == 1 and "no gateway is running" in run.text
 
 
-def test_peer_member_needs_an_operator(home: Path, manifests: Path, gateway: FakeGateway):
+def test_members_on_other_machines_need_https_a_key_and_everyone(home: Path, manifests: Path, gateway: FakeGateway):
+    """What RoomLink cannot do is refused by validate, with the way out."""
     doc = write_fleet(
         manifests,
         BOTS,
-        rooms=[{"name": "Mixed", "members": ["alice", "spark/reviewer"]}],
+        rooms=[{"name": "Mixed", "members": ["alice", "spark/reviewer"], "who_answers": "lead:alice"}],
         peers=[{"name": "spark", "url": "http://10.0.0.2:8642"}],
     )
-    run = plan(doc, home)
-    assert run.code == 1 and "spark/reviewer" in run.text and "operator" in run.text
+    run = hermes_fleet("validate", "-f", doc)
+    assert run.code == 2
+    assert "[remote_policy]" in run.text or "remote_policy" in hermes_fleet("validate", "-f", doc, "-o", "json").out
+    codes = {d["code"] for d in hermes_fleet("validate", "-f", doc, "-o", "json").json()["diagnostics"]}
+    assert codes == {"remote_policy", "url", "reference"}  # the policy, plain http, no key
+    assert plan(doc, home).code == 2 and gateway.writes == []
+
+
+# --- the gateway's stricter rules ---------------------------------------------------------------
+
+
+def test_purged_tombstones_never_block_a_new_room(home: Path, manifests: Path, gateway: FakeGateway):
+    """After 90 days the gateway purges a disbanded room (gone from groups.list), yet its id stays
+    retired forever: a new room needs an id that cannot collide, and a refused one is replaced."""
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    assert apply(m, home).code == 0
+    old_id = only_room(gateway)["room_id"]
+    assert apply(fleet(manifests, []), home, "--prune").code == 0
+    gateway.age(days=91)
+    assert old_id not in gateway.rooms and old_id in gateway.retired  # purged, still retired
+    with gateway.lock:
+        listed = gateway.dispatch("groups.list", {"include_disbanded": True})["rooms"]
+        assert [r["room_id"] for r in listed] == []
+    gateway.retire_next_creates = 1  # the next id tried turns out to be a purged tombstone
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    run = apply(m, home)
+    assert run.code == 0, run.text
+    assert gateway.writes.count("groups.create") == 3  # the first room, the refused id, its replacement
+    new_id = only_room(gateway)["room_id"]
+    assert new_id != old_id and rooms_mod.in_family(rooms_mod.base_room_id("acme", "Ops"), new_id)
+    assert plan(m, home, "--detailed-exitcode").code == 0
+
+
+def desktop_room(gateway: FakeGateway, room_id: str, name: str, members: list[dict[str, Any]]) -> None:
+    with gateway.lock:
+        gateway.dispatch("groups.create", {"room_id": room_id, "name": name, "members": members})
+
+
+def test_adopted_members_keep_their_identity(home: Path, manifests: Path, gateway: FakeGateway):
+    """A Desktop room's members carry display names and custom handles; the gateway refuses any
+    change to a kept member's identity, so kept members go back exactly as the gateway has them."""
+    assert apply(fleet(manifests, []), home).code == 0
+    desktop_room(
+        gateway,
+        "r-desk",
+        "Ops",
+        [
+            {"member_id": "m-a", "profile": "alice", "handle": "al", "display_name": "Alice A."},
+            {"member_id": "m-b", "profile": "bob", "handle": "bobby", "display_name": "Bob B."},
+        ],
+    )
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob", "carol"]}])
+    run = apply(m, home, "--adopt")
+    assert run.code == 0, run.text
+    room = only_room(gateway)
+    by_profile = {x["profile"]: x for x in room["members"]}
+    assert by_profile["alice"] == {
+        "member_id": "m-a", "profile": "alice", "handle": "al", "display_name": "Alice A.",
+        "target": {"kind": "local", "profile": "alice"},
+    }  # fmt: skip
+    assert by_profile["carol"]["member_id"] == "carol" and by_profile["carol"]["handle"] == "carol"
+    # Later membership changes of the adopted room keep working.
+    m = fleet(manifests, [{"name": "Ops", "members": ["bob", "carol"]}])
+    assert apply(m, home).code == 0
+    assert members(only_room(gateway)) == ["bob", "carol"]
+    assert only_room(gateway)["members"][0]["display_name"] == "Bob B."
+    assert plan(m, home, "--detailed-exitcode").code == 0
+
+
+def test_the_leader_is_moved_before_it_is_removed_in_every_mode(home: Path, manifests: Path, gateway: FakeGateway):
+    """A policy can name a leader with default_responder `all`; the gateway still refuses to remove it."""
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob", "carol"]}])
+    assert apply(m, home).code == 0
+    rid = only_room(gateway)["room_id"]
+    carol = next(x["member_id"] for x in gateway.rooms[rid]["members"] if x["profile"] == "carol")
+    gateway.edit(rid, responder_policy={**rooms_mod.DEFAULT_POLICY, "leader_member_id": carol})  # mode all, leader set
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    run = apply(m, home)
+    assert run.code == 0, run.text
+    room = only_room(gateway)
+    assert members(room) == ["alice", "bob"] and room["responder_policy"]["leader_member_id"] is None
+    assert gateway.writes[-2:] == ["groups.policy.update", "groups.members.update"]
+
+
+def test_padded_room_names_are_refused_before_anything_runs(home: Path, manifests: Path, gateway: FakeGateway):
+    """The gateway strips room names; a padded name could never match, so validate refuses it."""
+    m = fleet(manifests, [{"name": " Ops ", "members": ["alice", "bob"]}])
+    run = apply(m, home)
+    assert run.code == 2 and "whitespace" in run.text
     assert gateway.writes == []
+    assert apply(fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}]), home).code == 0
+    rid = only_room(gateway)["room_id"]
+    with gateway.lock:  # the gateway does strip
+        gateway.dispatch("groups.rename", {"room_id": rid, "event_id": "e1", "name": "  Spaced  "})
+    assert only_room(gateway)["name"] == "Spaced"
+
+
+def test_a_busy_room_and_work_still_stopping_say_what_to_do(home: Path, manifests: Path, gateway: FakeGateway):
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    assert apply(m, home).code == 0
+    rid = only_room(gateway)["room_id"]
+    gateway.busy.add(rid)
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob", "carol"]}])
+    run = apply(m, home)
+    assert run.code == 1 and "room_membership_busy" in run.text and "stop it in the Desktop" in run.text
+    gateway.busy.clear()
+    assert apply(m, home).code == 0 and members(only_room(gateway)) == ["alice", "bob", "carol"]
+    # Disbanding while its work is still stopping: 5114, then it goes through.
+    gateway.stopping.add(rid)
+    run = apply(fleet(manifests, []), home, "--prune")
+    assert run.code == 1 and "5114" in run.text and "apply --prune` again" in run.text
+    assert rid in gateway.live()
+    gateway.stopping.clear()
+    assert apply(fleet(manifests, []), home, "--prune").code == 0
+    assert gateway.live() == {}
+
+
+def test_latest_seq_follows_the_room_log(home: Path, manifests: Path, gateway: FakeGateway):
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    assert apply(m, home).code == 0
+    create = next(p for meth, p in gateway.calls if meth == "groups.create")
+    assert create["room_id"] in gateway.live()
+    rid = only_room(gateway)["room_id"]
+    with gateway.lock:
+        assert gateway.dispatch("groups.state", {"room_id": rid})["room"]["latest_seq"] == 0  # create appends none
+    assert apply(fleet(manifests, [{"name": "Ops2", "renamed_from": "Ops", "members": ["alice", "bob"]}]), home).code == 0
+    with gateway.lock:
+        assert gateway.dispatch("groups.state", {"room_id": rid})["room"]["latest_seq"] == 1
+
+
+def test_a_concurrent_edit_is_re_read_re_planned_and_converged(home: Path, manifests: Path, gateway: FakeGateway):
+    """A Desktop edit between our read and our write: the gateway refuses the write (revision
+    changed); apply re-reads the room, plans it again and finishes."""
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    assert apply(m, home).code == 0
+    rid = only_room(gateway)["room_id"]
+    gateway.interfere["groups.members.update"] = lambda: (
+        gateway.interfere.pop("groups.members.update"),
+        gateway.edit(rid, name="Ops (Desktop)"),
+    )
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob", "carol"]}])
+    run = apply(m, home)
+    assert run.code == 0, run.text
+    room = only_room(gateway)
+    assert room["name"] == "Ops" and members(room) == ["alice", "bob", "carol"]
+    assert gateway.writes.count("groups.members.update") == 2 and gateway.writes.count("groups.rename") == 1
+    assert plan(m, home, "--detailed-exitcode").code == 0
+
+
+def test_a_room_that_keeps_changing_is_a_conflict_with_what_changed(home: Path, manifests: Path, gateway: FakeGateway):
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    assert apply(m, home).code == 0
+    rid = only_room(gateway)["room_id"]
+    gateway.interfere["groups.rename"] = lambda: gateway.edit(rid, name=f"Desk {gateway.clock}")
+    m = fleet(manifests, [{"name": "Ops2", "renamed_from": "Ops", "members": ["alice", "bob"]}])
+    run = apply(m, home)
+    assert run.code == 3, run.text
+    assert "kept changing" in run.text and "revision" in run.text and "name" in run.text
+    assert gateway.writes.count("groups.rename") == 3
+    # Disbanded meanwhile: a conflict too, and the next apply creates it anew.
+    gateway.interfere["groups.rename"] = lambda: (gateway.interfere.clear(), gateway.dispatch("groups.disband", {"room_id": rid}))
+    run = apply(m, home)
+    assert run.code == 3 and "disbanded" in run.text, run.text
+    assert apply(m, home).code == 0 and only_room(gateway)["name"] == "Ops2"
+
+
+def test_dot_folders_in_profiles_break_rosters_and_the_plan_says_why(home: Path, manifests: Path, gateway: FakeGateway):
+    """The gateway at c326c5d reads every folder under profiles/ as a profile; `.deleted` is no profile name."""
+    assert apply(fleet(manifests, []), home).code == 0
+    (home / "profiles" / ".deleted").mkdir()
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    data = plan_json(m, home)
+    assert any(".deleted" in n for n in data.get("notes", [])) or ".deleted" in plan(m, home).out
+    run = apply(m, home)
+    assert run.code == 1 and "5111" in run.text and "move them out of profiles/" in run.text
+    (home / "profiles" / ".deleted").rmdir()
+    assert apply(m, home).code == 0
+
+
+def test_status_never_reports_drift_it_cannot_know(home: Path, manifests: Path, gateway: FakeGateway):
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    assert apply(m, home).code == 0
+    gateway.stop()  # a stale socket file may remain: nothing answers
+    data = hermes_fleet("status", "--home", home, "-o", "json").json()
+    fleet_report = data["fleets"][0]
+    assert fleet_report["drifted"] == 0 and fleet_report["unknown"] == 1
+    text = hermes_fleet("status", "--home", home).out
+    assert "0 object(s) differ" in text and "could not be checked" in text
+
+
+def test_no_rooms_leaves_rooms_out_for_a_host_without_a_gateway(home: Path, manifests: Path, gateway: FakeGateway):
+    gateway.stop()
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    assert apply(m, home).code == 1  # without the flag an unreachable gateway stays an error
+    run = apply(m, home, "--no-rooms")
+    assert run.code == 0, run.text
+    assert plan(m, home, "--no-rooms", "--detailed-exitcode").code == 0
+    data = plan_json(m, home, "--no-rooms")
+    assert [o for o in data["objects"] if o["kind"] == "room"] == []
+    assert plan(m, home, "--detailed-exitcode").code == 1

@@ -111,11 +111,11 @@ ONE_FILE = """\
       rooms:
         - name: Review
           members: [researcher, writer, spark/reviewer]
-          who_answers: lead:writer
+          who_answers: everyone
           detect_stop_directives: false
       peers:
         - name: spark
-          url: http://spark.lan:8642
+          url: https://spark.lan:8642
           key: {from_env: SPARK_PEER_KEY}
           note: the GPU box
       gateway:
@@ -211,7 +211,7 @@ MANY_DOCUMENTS = {
         metadata: {name: Review, fleet: acme}
         spec:
           members: [researcher, writer, spark/reviewer]
-          who_answers: lead:writer
+          who_answers: everyone
           detect_stop_directives: false
     """,
     "peers.yml": """\
@@ -219,7 +219,7 @@ MANY_DOCUMENTS = {
         kind: Peer
         metadata: {name: spark, fleet: acme}
         spec:
-          url: http://spark.lan:8642
+          url: https://spark.lan:8642
           key: {from_env: SPARK_PEER_KEY}
           note: the GPU box
     """,
@@ -269,7 +269,7 @@ def test_one_fleet_file_and_many_documents_give_the_same_desired_state(tmp_path:
     assert a.bots["writer"].section == ("sec-mig3k2p1-4f9xq", "Clients")
     assert set(researcher.env) == {"OPENROUTER_API_KEY", "GITHUB_TOKEN", "LOG_LEVEL"}
     assert a.install_config["gateway.bot_loop_guard.max_hops"] == 4
-    assert a.install_config["bot_peers.spark.url"] == "http://spark.lan:8642"
+    assert a.install_config["bot_peers.spark.url"] == "https://spark.lan:8642"
     assert "HERMES_PEER_SPARK_KEY" in a.install_env
 
 
@@ -310,7 +310,7 @@ def bot_doc(name: str, fleet: str | None = "acme") -> str:
     return f"{HEADER}kind: Bot\nmetadata: {meta}\n"
 
 
-def test_folder_without_recursive_reads_only_its_own_manifest_files(tmp_path: Path, capsys) -> None:
+def test_a_folder_is_read_with_its_sub_folders_and_R_changes_nothing(tmp_path: Path, capsys) -> None:
     write(tmp_path, "fleet.yaml", MINI)
     write(tmp_path, "beta.yml", bot_doc("beta"))
     write(
@@ -318,14 +318,19 @@ def test_folder_without_recursive_reads_only_its_own_manifest_files(tmp_path: Pa
         "gamma.json",
         json.dumps({"apiVersion": "hermes-fleet/v1", "kind": "Bot", "metadata": {"name": "gamma", "fleet": "acme"}}),
     )
+    write(tmp_path, "bots/delta.yaml", bot_doc("delta"))
+    write(tmp_path, "bots/deeper/epsilon.yaml", bot_doc("epsilon"))
     write(tmp_path, "notes.txt", "not: [a manifest")
     write(tmp_path, ".hidden.yaml", "not: [a manifest")
-    write(tmp_path, "sub/broken.yaml", "not: [a manifest")
-    code, out, _ = run(capsys, "validate", "-f", str(tmp_path), "-o", "json")
-    payload = json.loads(out)
-    assert code == 0, out
-    assert payload["summary"]["files"] == 3
-    assert payload["summary"]["bots"] == 3
+    write(tmp_path, ".git/broken.yaml", "not: [a manifest")
+    payloads = []
+    for flags in ([], ["-R"]):
+        code, out, _ = run(capsys, "validate", *flags, "-f", str(tmp_path), "-o", "json")
+        assert code == 0, out
+        payloads.append(json.loads(out))
+    assert payloads[0] == payloads[1]
+    assert payloads[0]["summary"]["files"] == 5
+    assert payloads[0]["summary"]["bots"] == 5
 
 
 def test_recursive_reads_sub_folders_but_not_hidden_ones(tmp_path: Path, capsys) -> None:
@@ -374,11 +379,19 @@ def test_missing_path_is_bad_input_with_a_hint(tmp_path: Path, capsys) -> None:
     assert "Traceback" not in out + err
 
 
-def test_folder_with_only_sub_folders_suggests_recursive(tmp_path: Path, capsys) -> None:
+def test_a_folder_with_only_sub_folders_is_read(tmp_path: Path, capsys) -> None:
     write(tmp_path, "team/fleet.yaml", MINI)
+    code, out, _ = run(capsys, "validate", "-f", str(tmp_path))
+    assert code == 0, out
+    assert "fleet 'acme'" in out
+
+
+def test_a_folder_without_manifests_names_what_was_searched(tmp_path: Path, capsys) -> None:
+    write(tmp_path, "team/notes.md", "# not a manifest\n")
+    write(tmp_path, ".hidden/fleet.yaml", MINI)
     code, _, err = run(capsys, "validate", "-f", str(tmp_path))
     assert code == 2
-    assert "pass -R" in err
+    assert "no manifest files (*.yaml, *.yml, *.json) found in" in err and "sub-folders are searched" in err
 
 
 def test_stdin_is_read_with_f_dash() -> None:
@@ -428,25 +441,78 @@ def test_invalid_fleet_flag_is_rejected(tmp_path: Path, capsys) -> None:
     assert "<command line>: error: --fleet: invalid fleet name" in out
 
 
-@pytest.mark.parametrize(
-    ("files", "argv"),
-    [
-        pytest.param({"a.yaml": bot_doc("alpha", "one"), "b.yaml": bot_doc("beta", "two")}, [], id="metadata-fleets"),
-        pytest.param({"f.yaml": MINI, "b.yaml": bot_doc("beta", "other")}, [], id="fleet-doc-vs-metadata"),
-        pytest.param(
-            {"f.yaml": MINI, "g.yaml": MINI.replace("acme", "other").replace("alpha", "zed")},
-            [],
-            id="two-fleet-documents",
-        ),
-        pytest.param({"f.yaml": MINI}, ["--fleet", "other"], id="flag-vs-fleet-document"),
-    ],
-)
-def test_more_than_one_fleet_in_a_run_is_an_error(tmp_path: Path, capsys, files, argv) -> None:
+SEVERAL_FLEETS = [
+    pytest.param({"a.yaml": bot_doc("alpha", "one"), "b.yaml": bot_doc("beta", "two")}, ("one", "two"), id="metadata-fleets"),
+    pytest.param({"f.yaml": MINI, "b.yaml": bot_doc("beta", "other")}, ("acme", "other"), id="fleet-doc-vs-metadata"),
+    pytest.param(
+        {"f.yaml": MINI, "g.yaml": MINI.replace("acme", "other").replace("alpha", "zed")},
+        ("acme", "other"),
+        id="two-fleet-documents",
+    ),
+]
+
+
+@pytest.mark.parametrize(("files", "names"), SEVERAL_FLEETS)
+def test_plan_refuses_more_than_one_fleet_and_says_how_to_pick_one(tmp_path: Path, capsys, files, names) -> None:
+    for name, text in files.items():
+        write(tmp_path / "m", name, text)
+    code, _, err = run(capsys, "plan", "-f", str(tmp_path / "m"), "--home", str(tmp_path / "home"))
+    assert code == 2
+    assert f"is one of 2 fleets in these manifests ('{names[0]}', '{names[1]}')" in err or (
+        f"is one of 2 fleets in these manifests ('{names[1]}', '{names[0]}')" in err
+    ), err
+    assert "plan and apply take one fleet at a time: pass only its files, -f " in err
+    assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize(("files", "names"), SEVERAL_FLEETS)
+def test_validate_checks_each_fleet_on_its_own(tmp_path: Path, capsys, files, names) -> None:
     for name, text in files.items():
         write(tmp_path, name, text)
-    code, out, _ = run(capsys, "validate", "-f", str(tmp_path), *argv)
+    code, out, _ = run(capsys, "validate", "-f", str(tmp_path))
+    assert code == 0, out
+    for name in names:
+        assert f"valid: fleet '{name}'" in out
+    assert out.rstrip().endswith("valid: 2 fleet(s), 2 valid, 0 invalid")
+    code, out, _ = run(capsys, "validate", "-f", str(tmp_path), "-o", "json")
+    payload = json.loads(out)
+    assert code == 0 and payload["valid"] is True and payload["fleet"] is None
+    assert sorted(f["fleet"] for f in payload["fleets"]) == sorted(names)
+
+
+def test_validate_reports_each_fleet_and_fails_when_one_is_invalid(tmp_path: Path, capsys) -> None:
+    write(tmp_path, "good/fleet.yaml", MINI)
+    write(tmp_path, "bad/fleet.yaml", MINI.replace("acme", "other").replace("alpha", "Not A Name"))
+    code, out, _ = run(capsys, "validate", "-f", str(tmp_path), "-o", "json")
     assert code == 2
-    assert re.search(r"fleets \((acme|one), (other|two)\)", out), out
+    payload = json.loads(out)
+    by_fleet = {f["fleet"] or "invalid": f for f in payload["fleets"]}
+    assert payload["valid"] is False and payload["summary"]["errors"] == 1
+    assert by_fleet["acme"]["valid"] is True
+    (bad,) = [f for f in payload["fleets"] if not f["valid"]]
+    assert bad["diagnostics"][0]["file"].endswith("bad/fleet.yaml")
+    code, out, _ = run(capsys, "validate", "-f", str(tmp_path))
+    assert code == 2 and "invalid: 2 fleet(s), 1 valid, 1 invalid" in out
+
+
+def test_documents_naming_no_fleet_among_several_fleets_are_reported(tmp_path: Path, capsys) -> None:
+    write(tmp_path, "a.yaml", bot_doc("alpha", "one"))
+    write(tmp_path, "b.yaml", bot_doc("beta", "two"))
+    write(tmp_path, "c.yaml", bot_doc("gamma", None))
+    code, out, _ = run(capsys, "validate", "-f", str(tmp_path))
+    assert code == 2
+    assert "no fleet name: the ownership scope is unknown" in out
+    code, out, _ = run(capsys, "validate", "-f", str(tmp_path), "--fleet", "two", "-o", "json")
+    assert code == 0, out
+    fleets = {f["fleet"]: f for f in json.loads(out)["fleets"]}
+    assert fleets["two"]["summary"]["bots"] == 2 and fleets["one"]["summary"]["bots"] == 1
+
+
+def test_a_fleet_flag_that_contradicts_the_only_fleet_is_an_error(tmp_path: Path, capsys) -> None:
+    write(tmp_path, "f.yaml", MINI)
+    code, out, _ = run(capsys, "validate", "-f", str(tmp_path), "--fleet", "other")
+    assert code == 2
+    assert re.search(r"fleets \(acme, other\)", out), out
     assert "one fleet at a time" in out
 
 
@@ -656,3 +722,14 @@ def test_bad_arguments_are_exit_2(capsys) -> None:
 def test_help_is_exit_0(capsys) -> None:
     assert cli.main(["--help"]) == 0
     assert "validate" in capsys.readouterr().out
+
+
+def test_a_yaml_syntax_error_is_the_only_error_reported(tmp_path: Path, capsys) -> None:
+    path = write(tmp_path, "fleet.yaml", "apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: [acme\n")
+    for verb in (["validate"], ["plan", "--home", str(tmp_path / "home")]):
+        code, out, err = run(capsys, *verb, "-f", str(path))
+        assert code == 2
+        text = out + err
+        assert "YAML syntax error" in text
+        assert "no manifest documents were read" not in text
+        assert len([line for line in text.splitlines() if ": error: " in line]) == 1, text

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,7 @@ def test_discovery_identify_and_single_use_tickets(fake: FakeGateway):
     with session(fake) as s:
         assert s.call("groups.capabilities")["driver"] is True
         assert s.call("groups.list")["rooms"] == []
-    assert fake.tickets == set()  # the ticket was consumed by the handshake
+    assert fake.tickets == {}  # the ticket was consumed by the handshake
     offered = fake.handshakes[-1]
     assert offered[0] == gw.SUBPROTOCOL and offered[1].startswith(gw.TICKET_PREFIX)
 
@@ -40,10 +42,21 @@ def test_no_socket_is_absent_and_never_started(tmp_path: Path):
     with pytest.raises(gw.GatewayUnavailable) as info:
         gw.discover(home)
     assert info.value.reason == "absent" and "hermes gateway run" in str(info.value)
-    (home / "gateway.lock").write_text("")
+    assert "gateway.lock" not in str(info.value)
+    # A gateway.lock nobody holds was left behind by a gateway that stopped: absent, said plainly.
+    lock = home / "gateway.lock"
+    lock.write_text('{"pid": 999999}')
     with pytest.raises(gw.GatewayUnavailable) as info:
         gw.discover(home)
-    assert info.value.reason == "starting"
+    assert info.value.reason == "absent" and "left behind" in str(info.value) and "starting" not in str(info.value)
+    # A live holder (Hermes flocks it while it runs) that has no control socket yet: starting.
+    with open(lock, "a+") as holder:
+        fcntl.flock(holder.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(gw.GatewayUnavailable) as info:
+            gw.discover(home)
+        assert info.value.reason == "starting" and "no gateway is running" not in str(info.value)
+        assert gw.lock_held(lock) is True
+    assert gw.lock_held(lock) is False  # the probe itself leaves the lock free
     assert not (home / "gateway.sock").exists()
 
 
@@ -142,9 +155,65 @@ def test_bad_token_is_an_auth_error_and_never_shown(fake: FakeGateway, monkeypat
     options = gw.GatewayOptions(url=fake.origin, token_env="GW_TOK")
     with gw.open_session(fake.home, options, writes=False) as s, pytest.raises(gw.GatewayAuthError) as info:
         s.call("groups.list")
-    assert "secret-token-value-123" not in str(info.value)
-    fake.tokens.add("secret-token-value-123")
+    assert "secret-token-value-123" not in str(info.value) and "hermes gateway ticket" in str(info.value)
+    ticket = fake.mint_ticket()  # what `hermes gateway ticket` prints on that machine
+    monkeypatch.setenv("GW_TOK", ticket)
+    options = gw.GatewayOptions(url=fake.origin, token_env="GW_TOK")
     with gw.open_session(fake.home, options, writes=False) as s:
+        assert s.call("groups.list")["rooms"] == []
+
+
+def test_a_single_use_ticket_serves_every_session_of_one_run(fake: FakeGateway, monkeypatch: pytest.MonkeyPatch):
+    """One --gateway-token-env ticket: the run's sessions share its one connection (tickets are single-use)."""
+    ticket = fake.mint_ticket()
+    monkeypatch.setenv("GW_TOK", ticket)
+    options = gw.GatewayOptions(url=fake.origin, token_env="GW_TOK")
+    with gw.open_session(fake.home, options, writes=False) as s:
+        s.call("groups.capabilities")
+    with gw.open_session(fake.home, options, writes=False) as s:
+        s.call("groups.list")
+    with gw.open_session(fake.home, options, writes=True) as s, pytest.raises(gw.GatewayRefused):
+        s.call("groups.state", {"room_id": "nope"})
+    assert len(fake.handshakes) == 1  # one connection for the whole run
+    # The same ticket on a second connection is refused by the gateway (single use) ...
+    again = gw.GatewayOptions(url=fake.origin, token_env="GW_TOK")
+    with gw.open_session(fake.home, again, writes=False) as s, pytest.raises(gw.GatewayAuthError):
+        s.call("groups.list")
+    # ... and once the run's connection is gone, the run says why it cannot open another one.
+    options.release()
+    with gw.open_session(fake.home, options, writes=False) as s, pytest.raises(gw.GatewayAuthError) as info:
+        s.call("groups.list")
+    assert "already used by this run" in str(info.value) and ticket not in str(info.value)
+
+
+def test_tickets_expire(fake: FakeGateway, monkeypatch: pytest.MonkeyPatch):
+    fake.ticket_ttl = 0.2
+    monkeypatch.setenv("GW_TOK", fake.mint_ticket())
+    time.sleep(0.4)
+    options = gw.GatewayOptions(url=fake.origin, token_env="GW_TOK")
+    with gw.open_session(fake.home, options, writes=False) as s, pytest.raises(gw.GatewayAuthError):
+        s.call("groups.list")
+    with session(fake) as s:  # discovery mints each ticket right before its connection
+        assert s.call("groups.list")["rooms"] == []
+
+
+def test_a_refused_ticket_keeps_the_gateways_reason_and_says_the_fix(fake: FakeGateway):
+    """The gateway issues tickets only for a private home (mode & 0o077 == 0, no symlink on the path)."""
+    os.chmod(fake.home, 0o750)
+    with session(fake) as s, pytest.raises(gw.GatewayUnavailable) as info:
+        s.call("groups.list")
+    text = str(info.value)
+    assert "authenticated runtime bootstrap unavailable" in text and f"chmod 700 {fake.home}" in text
+    assert "restart the gateway" not in text
+    os.chmod(fake.home, 0o700)
+    with session(fake) as s:
+        assert s.call("groups.list")["rooms"] == []
+
+
+def test_a_gateway_restarted_between_identify_and_ticket_is_found_again(fake: FakeGateway):
+    endpoint = gw.discover(fake.home)
+    fake.instance_id = "inst-restarted"  # the next identify answers another instance
+    with gw.Session(gw.ws_url(endpoint.api_origin), gw._Fresh(endpoint, 5.0), 5.0) as s:
         assert s.call("groups.list")["rooms"] == []
 
 

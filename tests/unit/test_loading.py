@@ -34,7 +34,8 @@ def test_discover_lists_manifest_files_of_a_folder_sorted(tmp_path: Path) -> Non
         (tmp_path / name).write_text("x: 1\n")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "f.yaml").write_text("x: 1\n")
-    assert loading.discover([str(tmp_path)]) == [str(tmp_path / n) for n in ("a.yml", "b.yaml", "c.json")]
+    assert loading.discover([str(tmp_path)], recursive=False) == [str(tmp_path / n) for n in ("a.yml", "b.yaml", "c.json")]
+    assert loading.discover([str(tmp_path)])[-1] == str(tmp_path / "sub" / "f.yaml")  # sub-folders by default
 
 
 def test_discover_recursive_walks_sub_folders_but_skips_hidden_ones(tmp_path: Path) -> None:
@@ -59,12 +60,12 @@ def test_discover_refuses_a_missing_path(tmp_path: Path) -> None:
         loading.discover([str(tmp_path / "missing")])
 
 
-def test_discover_refuses_a_folder_without_manifests_and_suggests_recursive(tmp_path: Path) -> None:
+def test_discover_refuses_a_folder_without_manifests(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "m.yaml").write_text("x: 1\n")
+    (tmp_path / "sub" / "m.md").write_text("x: 1\n")
     with pytest.raises(UsageError) as info:
         loading.discover([str(tmp_path)])
-    assert info.value.hint == "pass -R to search sub-folders"
+    assert "sub-folders are searched" in str(info.value.hint)
 
 
 # --- parsing ---------------------------------------------------------------------------------

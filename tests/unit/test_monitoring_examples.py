@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
+from controller.core import health as health_core
 from controller.engine import watching
 from tests.tools import require_tool
 
@@ -25,7 +26,7 @@ def _run(*argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_the_alert_rules_check_and_pass_their_unit_tests() -> None:
     promtool = require_tool("promtool")
     checked = _run(promtool, "check", "rules", "alerts.yml", cwd=EXAMPLES)
-    assert checked.returncode == 0 and "SUCCESS: 5 rules found" in checked.stdout, checked.stdout + checked.stderr
+    assert checked.returncode == 0 and "SUCCESS: 6 rules found" in checked.stdout, checked.stdout + checked.stderr
     tested = _run(promtool, "test", "rules", "alerts.test.yml", cwd=EXAMPLES)
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
@@ -54,7 +55,7 @@ def test_the_scrape_config_checks(tmp_path: Path) -> None:
     shutil.copy(EXAMPLES / "alerts.yml", tmp_path)
     checked = _run(promtool, "check", "config", "prometheus.yml", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 5 rules found" in checked.stdout
+    assert "SUCCESS: 6 rules found" in checked.stdout
 
 
 def test_the_dashboard_and_the_rules_ask_only_for_exposed_metrics() -> None:
@@ -62,6 +63,9 @@ def test_the_dashboard_and_the_rules_ask_only_for_exposed_metrics() -> None:
     metrics.observe_slice("acme", ["a1"])
     metrics.observe_routines({("a1", "Morning"): False})
     metrics.record(watching.Run("now", "start", "applied", "abc"), good_revision="abc")
+    gateway = health_core.GatewayRuntime(running=False)
+    bot = health_core.BotRuntime("a1", "openrouter", frozenset(), frozenset(), 1.0, None, gateway)
+    metrics.observe_health(health_core.Health(bots=(bot,), now=2.0))
     body, _ = metrics.render()
     exposed = set(re.findall(r"^(hermes_fleet_[a-z_]+)", body.decode(), re.MULTILINE)) | {"up"}
     dashboard = json.loads((EXAMPLES / "grafana-dashboard.json").read_text())

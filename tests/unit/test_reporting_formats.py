@@ -85,7 +85,7 @@ def test_text_lines_are_file_line_column_severity_path_message_hint(manifests, c
     assert (
         f"{f}:5:9: error: spec.env.OPENAI_API_KEY: "
         "OPENAI_API_KEY looks like a secret but has a literal value; "
-        "write 'OPENAI_API_KEY: {from_env: OPENAI_API_KEY}' (or from_file) and keep the value out of git" in lines
+        "write 'OPENAI_API_KEY: {from_env: OPENAI_API_KEY}' (or from_file, from_command) and keep the value out of git" in lines
     )
     assert any(
         line.startswith(f"{f}:7:") and ": warning: spec.routines[0].schedule: 'every 1m' runs every 1 minute" in line
@@ -123,8 +123,9 @@ def test_json_shape_when_valid(manifests, capsys) -> None:
     code, out = run(capsys, "validate", "-o", "json", "-f", str(manifests["valid"]))
     payload = json.loads(out)
     assert code == 0
-    assert set(payload) == {"schemaVersion", "valid", "fleet", "digest", "summary", "diagnostics"}
-    assert payload["schemaVersion"] == 1
+    assert set(payload) == {"schemaVersion", "kind", "valid", "fleet", "digest", "summary", "diagnostics", "fleets"}
+    assert payload["schemaVersion"] == 1 and payload["kind"] == "validate"
+    assert payload["fleets"] == [{k: v for k, v in payload.items() if k not in ("schemaVersion", "kind", "fleets")}]
     assert payload["valid"] is True
     assert payload["fleet"] == "acme"
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", payload["digest"])

@@ -280,7 +280,7 @@ RULES = [
         {"bots": [{"name": "a"}], "rooms": [{"name": "R", "members": ["a", "spark/b"]}]},
         {
             "bots": [{"name": "a"}],
-            "peers": [{"name": "spark", "url": "http://spark.lan:8642"}],
+            "peers": [{"name": "spark", "url": "https://spark.lan:8642", "key": {"from_env": "SPARK_KEY"}}],
             "rooms": [{"name": "R", "members": ["a", "spark/b"]}],
         },
         "reference",
@@ -291,18 +291,77 @@ RULES = [
     pytest.param(
         {
             "bots": [{"name": "a"}],
-            "peers": [{"name": "spark", "url": "http://s"}],
+            "peers": [{"name": "spark", "url": "https://s", "key": {"from_env": "SPARK_KEY"}}],
             "rooms": [{"name": "R", "members": ["a", "spark/Bad Name"]}],
         },
         {
             "bots": [{"name": "a"}],
-            "peers": [{"name": "spark", "url": "http://s"}],
+            "peers": [{"name": "spark", "url": "https://s", "key": {"from_env": "SPARK_KEY"}}],
             "rooms": [{"name": "R", "members": ["a", "spark/bad-name"]}],
         },
         "name",
         "spec.rooms[0].members[1]",
         "not a valid profile name",
         id="room-remote-profile-name",
+    ),
+    pytest.param(
+        {
+            "bots": [{"name": "a"}],
+            "peers": [{"name": "spark", "url": "https://s"}],
+            "rooms": [{"name": "R", "members": ["a", "spark/b"]}],
+        },
+        {
+            "bots": [{"name": "a"}],
+            "peers": [{"name": "spark", "url": "https://s", "key": {"from_env": "SPARK_KEY"}}],
+            "rooms": [{"name": "R", "members": ["a", "spark/b"]}],
+        },
+        "reference",
+        "spec.rooms[0].members[1]",
+        "has no key",
+        id="room-remote-member-peer-needs-a-key",
+    ),
+    pytest.param(
+        {
+            "bots": [{"name": "a"}],
+            "peers": [{"name": "spark", "url": "http://spark.lan:8642", "key": {"from_env": "SPARK_KEY"}}],
+            "rooms": [{"name": "R", "members": ["a", "spark/b"]}],
+        },
+        {
+            "bots": [{"name": "a"}],
+            "peers": [{"name": "spark", "url": "http://127.0.0.1:8642", "key": {"from_env": "SPARK_KEY"}}],
+            "rooms": [{"name": "R", "members": ["a", "spark/b"]}],
+        },
+        "url",
+        "spec.rooms[0].members[1]",
+        "only over https",
+        id="room-remote-member-peer-needs-https",
+    ),
+    pytest.param(
+        {
+            "bots": [{"name": "a"}, {"name": "c"}],
+            "peers": [{"name": "spark", "url": "https://s", "key": {"from_env": "SPARK_KEY"}}],
+            "rooms": [{"name": "R", "members": ["a", "c", "spark/b"], "who_answers": "lead:a"}],
+        },
+        {
+            "bots": [{"name": "a"}, {"name": "c"}],
+            "peers": [{"name": "spark", "url": "https://s", "key": {"from_env": "SPARK_KEY"}}],
+            "rooms": [
+                {"name": "R", "members": ["a", "spark/b"]},
+                {"name": "S", "members": ["a", "c"], "who_answers": "lead:a"},
+            ],
+        },
+        "remote_policy",
+        "spec.rooms[0].who_answers",
+        "members on other machines",
+        id="room-remote-members-keep-everyone",
+    ),
+    pytest.param(
+        {"bots": [{"name": "a"}, {"name": "b"}], "rooms": [{"name": "Ops ", "members": ["a", "b"]}]},
+        {"bots": [{"name": "a"}, {"name": "b"}], "rooms": [{"name": "Ops", "members": ["a", "b"]}]},
+        "name",
+        "spec.rooms[0].name",
+        "whitespace",
+        id="room-name-padded",
     ),
     pytest.param(
         {
@@ -879,8 +938,26 @@ def test_the_frequency_warning_lists_the_next_runs(tmp_path: Path) -> None:
         pytest.param(
             {"name": "a", "env": {"K": {"from_env": "A", "from_file": "b"}}},
             "spec.bots[0].env.K",
-            "exactly one of from_env or from_file",
+            "exactly one of from_env, from_file or from_command",
             id="secret-ref-both",
+        ),
+        pytest.param(
+            {"name": "a", "env": {"K": {"from_command": []}}},
+            "spec.bots[0].env.K.from_command",
+            "at least 1 item",
+            id="secret-command-empty",
+        ),
+        pytest.param(
+            {"name": "a", "env": {"K": {"from_file": "k.txt", "timeout": 3}}},
+            "spec.bots[0].env.K",
+            "'timeout' applies only to from_command",
+            id="secret-timeout-without-command",
+        ),
+        pytest.param(
+            {"name": "a", "env": {"K": {"from_command": ["pass", "show", "k"], "timeout": 0}}},
+            "spec.bots[0].env.K.timeout",
+            "greater than 0",
+            id="secret-command-timeout-zero",
         ),
         pytest.param(
             {"name": "a", "env": {"bad key": "x"}},

@@ -170,7 +170,7 @@ def test_prometheus_scrapes_with_the_example_config_and_loads_the_alert_rules(
         rules = _until(web, "/api/v1/rules", lambda d: _rule_healths(d) and set(_rule_healths(d).values()) == {"ok"})
         assert set(_rule_healths(rules)) == {
             "HermesFleetReconcilerDown", "HermesFleetStalled", "HermesFleetNotConverging", "HermesFleetDrift",
-            "HermesFleetRoutineFailing",
+            "HermesFleetRoutineFailing", "HermesFleetRoutinesNotFiring",
         }  # fmt: skip
     finally:
         server.terminate()

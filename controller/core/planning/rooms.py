@@ -2,12 +2,16 @@
 
 Reads only what observing asked the gateway (a GatewayView); a gateway that could not be asked
 makes every room pending, never assumed. Member bots' Bot Mode `groups` lists are planned with
-the room (`groups:<bot>` fields).
+the room (`groups:<bot>` fields); members on other machines with their seats (`seat:<peer/bot>`
+fields). A bot of this machine seated in another machine's room is planned here too, as that
+room's `remote-seat`: this machine only checks that its own gateway can serve the seat.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from controller.core import drift
@@ -15,6 +19,8 @@ from controller.core.inventory import room_key, split_key
 from controller.core.rooms import (
     MEMBERS_METHOD,
     POLICY_METHOD,
+    REGISTER_METHOD,
+    RENEW_BEFORE,
     GroupEdit,
     base_room_id,
     capability_problem,
@@ -23,26 +29,33 @@ from controller.core.rooms import (
     in_family,
     live_who_answers,
     local_members,
+    member_names,
     needed,
-    next_room_id,
-    peer_members,
+    remote_members,
+    seat_routes,
 )
 from controller.core.types import Action, FieldChange, GatewayView, Inputs, Kind, ObjectChange, Op, Reason
+from controller.hermes.naming import peer_env_key
+from controller.manifests.desired import Seat
 from controller.manifests.models import Room
 
 
 def plan_rooms(inputs: Inputs, bot_actions: Mapping[str, Action]) -> tuple[list[ObjectChange], list[str]]:
     state = inputs.state
-    view = inputs.observed.rooms
     changes: list[ObjectChange] = []
     notes: list[str] = []
+    if not inputs.options.rooms:
+        if needed(state, inputs.inventory):
+            notes.append("rooms were left out (--no-rooms): the gateway was not asked and no room is changed")
+        return changes, notes
+    view = inputs.observed.rooms
     if view is None and not needed(state, inputs.inventory):
         return changes, notes
     view = view or GatewayView(error="pending: gateway not consulted")
     problem = view.error or capability_problem(view)
     sources = {r.renamed_from: r.name for r in state.rooms.values() if r.renamed_from}
     for room in state.rooms.values():
-        changes.append(_plan_room(inputs, room, bot_actions, view, problem))
+        changes.append(plan_room(inputs, room, bot_actions, view, problem))
         if room.picture:
             notes.append(
                 f"room {room.name!r}: picture not converged: the gateway has no room picture (Desktop keeps it on each client)"
@@ -52,11 +65,20 @@ def plan_rooms(inputs: Inputs, bot_actions: Mapping[str, Action]) -> tuple[list[
                 f"room {room.name!r}: detect_stop_directives: false not converged: it is a Desktop room "
                 "setting, not a gateway one (the gateway always reads stop/halt/pause next to an @mention)"
             )
+    for seat in state.seats:
+        changes.append(_plan_seat(seat, bot_actions, view, problem))
     for key in inputs.inventory.keys_of("room"):
         name = split_key(key)[1]
         if name in state.rooms or (name in sources and room_key(sources[name]) not in inputs.inventory.objects):
             continue
         changes.append(_plan_orphan(inputs, name, view, problem))
+    roster_changes = [c for c in changes if c.action in (Action.CREATE, Action.UPDATE, Action.ADOPT) and c.kind is Kind.ROOM]
+    if view.stray_profiles and any(f.field == "room:members" for c in roster_changes for f in c.fields):
+        notes.append(
+            f"profiles/ holds folders that are not profile names ({', '.join(view.stray_profiles)}): some gateway "
+            "versions read every folder there as a profile and refuse every room roster while one exists; if a "
+            "room create or member change fails, move them out of profiles/"
+        )
     return changes, notes
 
 
@@ -90,7 +112,38 @@ def _too_old(view: GatewayView, name: str, method: str, what: str, ref: str = ""
     )
 
 
-def _plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], view: GatewayView, problem: str) -> ObjectChange:
+def _peers(room: Room) -> list[str]:
+    return [m for m in room.members if "/" in m]
+
+
+def _peer_problem(inputs: Inputs, room: Room, view: GatewayView) -> ObjectChange | None:
+    """Why the members on other machines cannot be seated from here (None when they can)."""
+    peers = _peers(room)
+    if not peers:
+        return None
+    keys = inputs.observed.env_values.get("", {})
+    for member in peers:
+        peer = member.partition("/")[0]
+        if peer_env_key(peer) not in keys:
+            missing = inputs.observed.secret_errors.get("", "")
+            return _err(
+                room.name,
+                Reason.SECRET_UNAVAILABLE,
+                f"remote member {member}: the key of peer {peer!r} is not available on this machine, and seating "
+                f"the member needs it to ask that machine for an invitation{': ' + missing if missing else ''}",
+            )
+    if REGISTER_METHOD not in view.methods:
+        return _err(
+            room.name,
+            Reason.REMOTE_MEMBERS,
+            f"remote member(s) {', '.join(peers)}: the gateway at {view.origin} has no {REGISTER_METHOD}, so it "
+            "cannot seat bots from other machines; update Hermes on this machine (`hermes update`) and restart its gateway",
+        )
+    return None
+
+
+def plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], view: GatewayView, problem: str) -> ObjectChange:
+    """One room of the manifests against the gateway (also used to re-plan a room mid-apply)."""
     fleet = inputs.state.fleet
     name = room.name
     key = room_key(name)
@@ -103,21 +156,14 @@ def _plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], vi
             Reason.FOREIGN_OWNER,
             f"room {name!r} is owned by fleet {foreign[key]!r}; two fleets never manage one object",
         )
-    peers = [m for m in room.members if "/" in m]
-    if peers:
-        return _err(
-            name,
-            Reason.REMOTE_MEMBERS,
-            f"remote member(s) {', '.join(peers)}: seating a bot from another "
-            "machine needs an operator there (its gateway must report room_link.enabled and mint a grant with "
-            "groups.peer.invite, then this gateway registers it); hermes-fleet does not do that hand-off yet, "
-            "see docs/rooms.md",
-        )
     waiting = [m for m in room.members if bot_actions.get(m) in (Action.CONFLICT, Action.ERROR)]
     if waiting:
         return _err(name, Reason.WAITS_FOR_BOT, "waits for " + ", ".join(f"bot/{m}" for m in waiting))
     if problem:
         return _pending(name, problem)
+    seat_problem = _peer_problem(inputs, room, view)
+    if seat_problem is not None:
+        return seat_problem
     entry = inputs.inventory.objects.get(key)
     renamed = False
     if entry is None and room.renamed_from:
@@ -128,13 +174,13 @@ def _plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], vi
     base = base_room_id(fleet, name)
     if entry is not None and live is not None and not live.get("disbanded_at"):
         code, reason = (Reason.RENAMED, "renamed") if renamed else (Reason.MANAGED, "managed by this fleet")
-        return _update(inputs, room, live, applied, Action.UPDATE, code, reason, live["room_id"], view)
+        return _update(inputs, room, live, entry, Action.UPDATE, code, reason, live["room_id"], view)
     if entry is not None:
         gone = "disbanded" if live else "gone from the gateway"
         return _create(
             inputs,
             room,
-            next_room_id(base, view.rooms),
+            base,
             view,
             Reason.RECREATED,
             f"room was {gone} outside hermes-fleet; creating a new one (room ids are never reused)",
@@ -143,10 +189,13 @@ def _plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], vi
         )
     bases = [base] + ([base_room_id(fleet, room.renamed_from)] if room.renamed_from else [])
     ours = sorted(
-        rid
-        for rid, r in view.rooms.items()
-        if not r.get("disbanded_at")
-        and (any(in_family(b, rid) for b in bases) or (rid.startswith(fleet_prefix(fleet)) and r.get("name") == name))
+        (
+            r
+            for rid, r in view.rooms.items()
+            if not r.get("disbanded_at")
+            and (any(in_family(b, rid) for b in bases) or (rid.startswith(fleet_prefix(fleet)) and r.get("name") == name))
+        ),
+        key=lambda r: (float(r.get("created_at") or 0), str(r.get("room_id"))),
     )
     others = sorted(
         rid
@@ -157,12 +206,12 @@ def _plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], vi
         and not rid.startswith("hf-")
     )
     if ours:
-        live = view.rooms[ours[-1]]
+        live = ours[-1]
         return _update(
             inputs,
             room,
             live,
-            applied,
+            {},
             Action.ADOPT,
             Reason.ID_EXISTS,
             "this fleet's room id already exists (an earlier create's reply was lost, or the inventory was reset)",
@@ -194,14 +243,14 @@ def _plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], vi
             inputs,
             room,
             view.rooms[others[0]],
-            applied,
+            {},
             Action.ADOPT,
             Reason.ADOPTED,
             "existing room taken over (--adopt)",
             others[0],
             view,
         )
-    return _create(inputs, room, next_room_id(base, view.rooms), view, Reason.NEW, "new room")
+    return _create(inputs, room, base, view, Reason.NEW, "new room")
 
 
 def _group_fields(inputs: Inputs, edits: list[GroupEdit]) -> list[FieldChange]:
@@ -218,7 +267,7 @@ def _group_fields(inputs: Inputs, edits: list[GroupEdit]) -> list[FieldChange]:
 def _create(
     inputs: Inputs,
     room: Room,
-    room_id: str,
+    base: str,
     view: GatewayView,
     code: Reason,
     reason: str,
@@ -233,26 +282,66 @@ def _create(
     fields = [FieldChange("room:name", Op.ADD, None, room.name), FieldChange("room:members", Op.ADD, None, list(room.members))]
     if room.who_answers != "everyone":
         fields.append(FieldChange("room:who_answers", Op.ADD, None, room.who_answers))
+    fields += [FieldChange(f"seat:{m}", Op.ADD, None, "invited and registered") for m in _peers(room)]
     rename = (old_name, room.name) if old_name and old_name != room.name else None
-    fields += _group_fields(inputs, [GroupEdit(m, add=room.name, rename=rename) for m in room.members])
+    local = [m for m in room.members if "/" not in m]
+    fields += _group_fields(inputs, [GroupEdit(m, add=room.name, rename=rename) for m in local])
     return ObjectChange(
-        Kind.ROOM, room.name, Action.CREATE, code, f"{reason}; room id {room_id}", tuple(fields), drift=drifted, ref=room_id
+        Kind.ROOM,
+        room.name,
+        Action.CREATE,
+        code,
+        f"{reason}; room id {base}-<random>",
+        tuple(fields),
+        drift=drifted,
+        ref=base,  # the id family: applying picks the random suffix
     )
+
+
+def _seat_fields(
+    inputs: Inputs, room: Room, live: Mapping[str, Any], entry: Mapping[str, Any], view: GatewayView
+) -> list[FieldChange]:
+    """Seats of kept peer members that need a (new) grant: no route, a route that needs
+    reauthorization, or this fleet's grant close to its hard expiry."""
+    if live["room_id"] not in view.routes:
+        return []  # the gateway said nothing about routes (no worker): nothing to judge
+    routes = seat_routes(view.routes[live["room_id"]], live)
+    recorded = entry.get("seats") or {}
+    now = inputs.now.timestamp()
+    out = []
+    for key in sorted(remote_members(live)):
+        if key not in room.members:
+            continue
+        route = routes.get(key)
+        mine = recorded.get(key) or {}
+        if route is None:
+            out.append(FieldChange(f"seat:{key}", Op.CHANGE, "not registered", "invited and registered"))
+        elif route.get("status") == "needs_reauthorization":
+            out.append(FieldChange(f"seat:{key}", Op.CHANGE, "needs reauthorization", "invited and registered"))
+        elif (
+            mine.get("grant_sha256") == route.get("grant_sha256")
+            and isinstance(ends_at := mine.get("status_expires_at"), int | float)
+            and now >= ends_at - RENEW_BEFORE
+        ):
+            ends = datetime.fromtimestamp(ends_at, UTC).strftime("%Y-%m-%d")
+            out.append(FieldChange(f"seat:{key}", Op.CHANGE, f"grant ends {ends}", "renewed"))
+    return out
 
 
 def _update(
     inputs: Inputs,
     room: Room,
     live: Mapping[str, Any],
-    applied: Mapping[str, Any],
+    entry: Mapping[str, Any],
     action: Action,
     code: Reason,
     reason: str,
     room_id: str,
     view: GatewayView,
 ) -> ObjectChange:
+    applied = entry.get("applied", {})
     fields: list[FieldChange] = []
-    live_members = sorted(local_members(live))
+    live_members = member_names(live)
 
     def field(name: str, have: Any, want: Any) -> None:
         if have != want:
@@ -263,25 +352,31 @@ def _update(
     field("members", live_members, sorted(room.members))
     field("who_answers", live_who_answers(live), room.who_answers)
     changed = {f.field for f in fields}
-    if "room:members" in changed:
-        if peer_members(live):
-            return _err(
-                room.name,
-                Reason.PEER_MEMBERS,
-                f"the live room has remote members "
-                f"({', '.join(peer_members(live))}); the gateway refuses membership edits of rooms with "
-                "peers: disband it and let apply create a new one",
-                ref=room_id,
-            )
-        if MEMBERS_METHOD not in view.methods:
-            return _too_old(view, room.name, MEMBERS_METHOD, "the member list", ref=room_id)
+    peers = sorted(remote_members(live)) or _peers(room)
+    if changed & {"room:members", "room:who_answers"} and peers:
+        what = "members" if "room:members" in changed else "who_answers"
+        return _err(
+            room.name,
+            Reason.PEER_MEMBERS,
+            f"the room's {what} must change, but it has members on other machines ({', '.join(peers)}) and the "
+            "gateway refuses member and who-answers changes of such rooms (groups.members.update: "
+            "room_membership_peer_unsupported; groups.policy.update: peer responder policy replication is "
+            "unsupported); to get there, disband it in the Desktop (apply then creates it anew, as drift), or give "
+            "it a new name without renamed_from and run `apply --prune` (a new room is made, the old one disbanded)",
+            ref=room_id,
+        )
+    if "room:members" in changed and MEMBERS_METHOD not in view.methods:
+        return _too_old(view, room.name, MEMBERS_METHOD, "the member list", ref=room_id)
     if "room:who_answers" in changed and POLICY_METHOD not in view.methods:
         return _too_old(view, room.name, POLICY_METHOD, "who_answers", ref=room_id)
-    if changed & {"room:members", "room:who_answers"} and not view.driver:
+    seats = _seat_fields(inputs, room, live, entry, view)
+    if (changed & {"room:members", "room:who_answers"} or seats) and not view.driver:
         return _no_driver(view, room.name, "", ref=room_id)
+    fields += seats
     old_names = tuple(n for n in {applied.get("name"), live.get("name")} if n and n != room.name)
-    edits = [GroupEdit(m, add=room.name, rename=(old_names[0], room.name) if old_names else None) for m in room.members]
-    gone = (set(applied.get("members") or []) | set(live_members)) - set(room.members)
+    local = [m for m in room.members if "/" not in m]
+    edits = [GroupEdit(m, add=room.name, rename=(old_names[0], room.name) if old_names else None) for m in local]
+    gone = (set(applied.get("members") or []) | set(local_members(live))) - set(local)
     edits += [GroupEdit(m, remove=(room.name, *old_names)) for m in sorted(gone) if m in inputs.observed.live]
     fields += _group_fields(inputs, edits)
     if not fields and action is Action.UPDATE:
@@ -295,6 +390,71 @@ def _update(
         tuple(fields),
         drift=any(f.drift for f in fields),
         ref=room_id,
+    )
+
+
+def replan(inputs: Inputs, room: Room, fresh: Mapping[str, Any]) -> ObjectChange:
+    """The room planned again against one fresh read of it (after the gateway refused a write
+    because the room's revision changed under us). Pure: the read comes in as a value."""
+    view = inputs.observed.rooms or GatewayView()
+    view = dataclasses.replace(view, rooms={**view.rooms, str(fresh.get("room_id")): fresh})
+    return plan_room(inputs, room, {}, view, view.error or capability_problem(view))
+
+
+SEAT_FIXES = {
+    "durable_run_storage_required": (
+        "this gateway keeps no durable run records, which RoomLink needs: enable its API server "
+        "(API_SERVER_ENABLED, API_SERVER_KEY) and restart the gateway (`hermes gateway restart`)"
+    ),
+    "gateway_roomlink_secret_unavailable": (
+        "this gateway cannot issue RoomLink grants for the bot: check that the gateway serves the profile, that its "
+        "approvals.mode is manual or smart (remote work is refused with approvals off), and that the gateway can "
+        "write <root>/.room-link-grant-secret; then restart the gateway (`hermes gateway restart`)"
+    ),
+}
+
+
+def _plan_seat(seat: Seat, bot_actions: Mapping[str, Action], view: GatewayView, problem: str) -> ObjectChange:
+    """This machine's half of a seat: its gateway must be able to serve the bot over RoomLink."""
+    where = f"bot/{seat.bot} is a member ({seat.peer}/{seat.bot}) of room {seat.room!r}, which the gateway of " + (
+        f"host {seat.room_host!r}" if seat.room_host else "another machine"
+    )
+    if bot_actions.get(seat.bot) in (Action.CONFLICT, Action.ERROR):
+        return _err(seat.room, Reason.WAITS_FOR_BOT, f"{where} owns; waits for bot/{seat.bot}")
+    if bot_actions.get(seat.bot) is Action.CREATE:
+        return ObjectChange(
+            Kind.ROOM,
+            seat.room,
+            Action.NOOP,
+            Reason.REMOTE_SEAT,
+            f"{where} converges; bot/{seat.bot} is created by this apply, the next plan checks that this gateway "
+            "serves it (a gateway picks up a new profile when it restarts: `hermes gateway restart`)",
+        )
+    if problem:
+        return _pending(seat.room, problem)
+    link = view.room_links.get(seat.bot) or {}
+    endpoint = link.get("endpoint") or {}
+    fix = ""
+    if not link:
+        fix = "the gateway said nothing about RoomLink for it; update Hermes on this machine (`hermes update`)"
+    elif link.get("enabled") is not True:
+        reason = str(link.get("reason") or "unknown")
+        fix = f"RoomLink is off for it ({reason}): " + SEAT_FIXES.get(reason, "see the gateway's log")
+    elif endpoint.get("available") is not True:
+        why = str(endpoint.get("reason") or "unknown")
+        fix = (
+            f"the gateway advertises no RoomLink endpoint ({why}): set gateway.room_link_url in the config.yaml of "
+            f"bot/{seat.bot} (or of the root) to this machine's API server as other machines reach it, https:// "
+            "(plain http only for loopback), then restart the gateway"
+        )
+    if fix:
+        return _err(seat.room, Reason.GATEWAY_UNSUPPORTED, f"{where} owns, cannot be served by this gateway: {fix}")
+    return ObjectChange(
+        Kind.ROOM,
+        seat.room,
+        Action.NOOP,
+        Reason.REMOTE_SEAT,
+        f"{where} converges; this gateway serves the bot at {endpoint.get('url')}",
     )
 
 

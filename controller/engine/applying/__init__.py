@@ -23,6 +23,7 @@ class Outcome:
     change: ObjectChange
     ok: bool
     error: str = ""
+    conflict: bool = False  # it failed because the live object kept changing under us (exit 3)
 
 
 @dataclass
@@ -93,7 +94,14 @@ def apply_plan(
         for outcome in outcomes:
             report(outcome)
     if room_changes and not result.abandoned:
-        rooms.apply_rooms(root, room_changes, inputs, gateway, failed_bots, lambda c, ok, error: report(Outcome(c, ok, error)))
+        rooms.apply_rooms(
+            root,
+            room_changes,
+            inputs,
+            gateway,
+            failed_bots,
+            lambda c, ok, error, conflict=False: report(Outcome(c, ok, error, conflict)),
+        )
     return result
 
 

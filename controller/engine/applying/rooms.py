@@ -1,38 +1,73 @@
 """Applying rooms over the gateway's `groups.*` JSON-RPC, then mirroring them on member bots.
 
-create, rename, members.update, policy.update, disband; every write is revision-fenced and
-carries a deterministic event id, and a lost reply is settled by reading the room, never by
-sending the write again (docs/hermes/gateway.md, docs/rooms.md).
+create, rename, members.update, policy.update, disband, and for members on other machines their
+seats (an invitation from the member's gateway, then `groups.peer.register`). Every write is
+revision-fenced and carries a deterministic event id; a lost reply is settled by reading the room,
+never by sending the write again. A write refused because the room's revision moved (someone
+edited it meanwhile) re-reads the room, plans it again and goes on, a bounded number of times;
+then the room is reported as a conflict (exit 3) with what changed (docs/hermes/gateway.md,
+docs/rooms.md).
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import fsio, profilemeta
+from controller.adapters import fsio, profilemeta, roomlink
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir
 from controller.core.inventory import room_key
+from controller.core.planning.rooms import replan
 from controller.core.rooms import (
     MEMBERS_METHOD,
     POLICY_METHOD,
     PRUNE_CANCEL_ID,
+    SEAT_STATUS_TTL,
+    SEAT_TTL,
     GroupEdit,
     desired_policy,
     event_id,
+    free_handle,
+    free_id,
     groups_of,
+    live_fields,
     live_who_answers,
     local_members,
     member,
+    member_names,
+    new_room_id,
+    peer_member,
+    remote_members,
+    seat_member_id,
+    seat_routes,
 )
-from controller.core.types import Action, Inputs, ObjectChange
-from controller.errors import ControllerError, RoomApplyError
+from controller.core.types import Action, GatewayView, Inputs, ObjectChange
+from controller.errors import ConflictError, ControllerError, RoomApplyError
+from controller.hermes.naming import peer_env_key
 from controller.manifests.models import Room
 
-Report = Callable[[ObjectChange, bool, str], None]
+Report = Callable[..., None]  # (change, ok, error, conflict=False)
+
+REVISION_CODES = (4117, 4124)  # the room codes of rename and of members/policy updates
+ROSTER_CODES = (5111, 5120)  # the generic codes a refused roster comes back with
+ATTEMPTS = 3  # converging one room: the first try and two re-plans after a revision change
+CREATE_ATTEMPTS = 3  # fresh ids to try when an id turns out to be retired
+
+
+class RoomChanged(ConflictError):
+    """The room kept changing on the gateway (or changed into something this run cannot go on with)."""
+
+
+class _Stale(Exception):
+    """A fenced write was refused; the caller re-reads to learn whether the revision moved."""
+
+    def __init__(self, error: gw.GatewayRefused, revision: int) -> None:
+        super().__init__(str(error))
+        self.error, self.revision = error, revision
 
 
 def apply_rooms(
@@ -43,7 +78,7 @@ def apply_rooms(
     failed_bots: set[str],
     report: Report,
 ) -> None:
-    """Carry out the room changes, in plan order; `report(change, ok, error)` records each outcome."""
+    """Carry out the room changes, in plan order; `report(change, ok, error, conflict)` records each outcome."""
     if not changes:
         return
     options = options or gw.GatewayOptions()
@@ -58,10 +93,14 @@ def apply_rooms(
             try:
                 if session is None and change.action is not Action.RELEASE:
                     session = gw.open_session(root, options, writes=True)
-                _apply_room(root, change, inputs, session)
+                _apply_room(root, change, inputs, session, options)
                 report(change, True, "")
+            except RoomChanged as exc:
+                report(change, False, f"conflict: {exc}", True)
             except gw.GatewayOutcomeUnknown as exc:
                 report(change, False, f"{exc}; not retried: the next plan reads the room and finishes the job")
+            except gw.GatewayRefused as exc:
+                report(change, False, explain(exc, inputs.observed.rooms))
             except (ControllerError, OSError) as exc:
                 report(change, False, str(exc))
     finally:
@@ -69,8 +108,28 @@ def apply_rooms(
             session.close()
 
 
+def explain(exc: gw.GatewayRefused, view: GatewayView | None) -> str:
+    """The gateway's refusal as it said it, plus the fix where its code (never its text) tells one."""
+    text = str(exc)
+    if exc.code in ROSTER_CODES and view is not None and view.stray_profiles:
+        text += (
+            f"; profiles/ holds folders that are not profile names ({', '.join(view.stray_profiles)}), and this "
+            "gateway reads every folder there as a profile: move them out of profiles/ and run apply again"
+        )
+    elif exc.reason == "room_membership_busy":
+        text += "; the room has work queued or running: stop it in the Desktop (or let it finish) and run apply again"
+    elif exc.code == 5114:
+        text += (
+            "; the gateway could not finish stopping the room's work or revoking a peer member's grant: run "
+            "`apply --prune` again once the work has stopped and the other machine is reachable"
+        )
+    return text
+
+
 def write_groups(root: Path, edit: GroupEdit, retries: int = 3) -> None:
     """Read-modify-write the bot's profile.yaml: only `groups`/`group` change, revision bumped."""
+    if "/" in edit.bot:
+        return  # a member on another machine: its own machine's Bot Mode is not ours to write
     path = profile_dir(root, edit.bot)
     if not path.is_dir():
         return
@@ -91,7 +150,7 @@ def write_groups(root: Path, edit: GroupEdit, retries: int = 3) -> None:
     fsio.retrying(write, attempts=retries)
 
 
-def _apply_room(root: Path, change: ObjectChange, inputs: Inputs, session: gw.Session | None) -> None:
+def _apply_room(root: Path, change: ObjectChange, inputs: Inputs, session: gw.Session | None, options: gw.GatewayOptions) -> None:
     inventory = inputs.inventory
     name = change.name
     if change.action in (Action.DELETE, Action.RELEASE):
@@ -110,8 +169,15 @@ def _apply_room(root: Path, change: ObjectChange, inputs: Inputs, session: gw.Se
         or (inventory.objects.get(room_key(room.renamed_from)) if room.renamed_from else None)
         or {}
     )
-    live = _create_room(session, change.ref, room) if change.action is Action.CREATE else _read(session, change.ref)
-    live = _converge(session, live, room)
+    seats: dict[str, dict[str, Any]] = dict(old_entry.get("seats") or {})
+    if change.action is Action.CREATE:
+        live = _create_room(session, change.ref, room, inputs, options, seats)
+    else:
+        live = _read(session, change.ref)
+    live = _converge_retrying(session, live, room, inputs)
+    renew = [f.field.partition(":")[2] for f in change.fields if f.field.startswith("seat:")]
+    if change.action is not Action.CREATE and renew:
+        live = _reseat(session, live, renew, inputs, options, seats)
     # Mirror the room on its member bots: the new name in, old names (renames, removed members) out.
     old_names = tuple(
         n
@@ -134,6 +200,11 @@ def _apply_room(root: Path, change: ObjectChange, inputs: Inputs, session: gw.Se
     entry["room_id"] = live["room_id"]
     entry["applied"] = {"name": room.name, "members": sorted(room.members), "who_answers": room.who_answers}
     entry["member_ids"] = local_members(live)
+    remote = remote_members(live)
+    if remote:
+        entry["seats"] = {key: seat for key, seat in seats.items() if key in remote}
+    else:
+        entry.pop("seats", None)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted"}.get(change.action, "updated")
     entry.setdefault(f"{verb}_at", inventory_file.now_iso())
     entry["updated_at"] = inventory_file.now_iso()
@@ -158,22 +229,228 @@ def _try_read(session: gw.Session, room_id: str, **kw: Any) -> dict[str, Any] | 
         raise
 
 
-def _create_room(session: gw.Session, room_id: str, room: Room) -> dict[str, Any]:
-    members = [member(p, p) for p in room.members]
+def _retired(session: gw.Session, room_id: str) -> bool:
+    """Whether the gateway retired this id: a tombstone, or (purged) `room_history_expired`."""
     try:
-        result = session.call("groups.create", {"room_id": room_id, "name": room.name, "members": members})
-    except gw.GatewayOutcomeUnknown as lost:
-        # Resolve by reading state (a fresh connection), never by sending the create again.
-        live = _try_read(session, room_id)
-        if live is not None and live.get("name") == room.name and set(local_members(live)) == set(room.members):
-            return live
-        raise gw.GatewayOutcomeUnknown(
-            f"groups.create {room_id}: the reply was lost and the room is {'different' if live else 'not there'} on a re-read"
-        ) from lost
-    live = result.get("room")
-    if not isinstance(live, dict):
-        raise RoomApplyError(f"groups.create {room_id}: no room in the reply")
+        room = _read(session, room_id, include_disbanded=True)
+    except gw.GatewayRefused as exc:
+        return exc.code == 4114 and exc.reason == "room_history_expired"
+    return bool(room.get("disbanded_at"))
+
+
+# --- create, with the seats of members on other machines ------------------------------------------
+
+
+def _identities(room: Room) -> dict[str, tuple[str, str]]:
+    """Member id and handle of each member of a new room; local bots keep their natural handles."""
+    ids: set[str] = set()
+    handles: set[str] = set()
+    out: dict[str, tuple[str, str]] = {}
+    for name in room.members:
+        if "/" not in name:
+            out[name] = (free_id(name, ids), free_handle(name, handles))
+    for name in room.members:
+        if "/" in name:
+            peer, _, profile = name.partition("/")
+            out[name] = (free_id(seat_member_id(peer, profile), ids), free_handle(profile, handles, f"{peer}-{profile}"))
+    return out
+
+
+def _create_room(
+    session: gw.Session, base: str, room: Room, inputs: Inputs, options: gw.GatewayOptions, seats: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Create the room under a fresh id of its family; an id the gateway retired long ago (purged from
+    its lists, so no plan could see it) is replaced by another one."""
+    identities = _identities(room)
+    for _ in range(CREATE_ATTEMPTS):
+        room_id = new_room_id(base, secrets.token_hex(4))
+        invites = {
+            name: _invite(inputs, options, name, room_id, epoch=1, member_id=identities[name][0])
+            for name in room.members
+            if "/" in name
+        }
+        members = []
+        for name in room.members:
+            member_id, handle = identities[name]
+            if "/" in name:
+                peer, _, profile = name.partition("/")
+                members.append(peer_member(peer, profile, member_id, handle, invites[name].catalog))
+            else:
+                members.append(member(name, member_id, handle))
+        try:
+            result = session.call("groups.create", {"room_id": room_id, "name": room.name, "members": members})
+        except gw.GatewayOutcomeUnknown as lost:
+            # Resolve by reading state (a fresh connection), never by sending the create again.
+            live = _try_read(session, room_id)
+            if live is not None and live.get("name") == room.name.strip() and member_names(live) == sorted(room.members):
+                return _register_all(session, live, invites, seats)
+            _revoke_all(invites)
+            raise gw.GatewayOutcomeUnknown(
+                f"groups.create {room_id}: the reply was lost and the room is {'different' if live else 'not there'} on a re-read"
+            ) from lost
+        except gw.GatewayRefused as exc:
+            _revoke_all(invites)
+            if exc.code == 4110 and _retired(session, room_id):
+                continue  # settled by reading: that id is a purged tombstone; pick another
+            raise
+        live = result.get("room")
+        if not isinstance(live, dict):
+            raise RoomApplyError(f"groups.create {room_id}: no room in the reply")
+        return _register_all(session, live, invites, seats)
+    raise RoomApplyError(
+        f"groups.create: the gateway retired each of {CREATE_ATTEMPTS} fresh ids of {base}", hint="run apply again"
+    )
+
+
+def _invite(
+    inputs: Inputs, options: gw.GatewayOptions, name: str, room_id: str, *, epoch: int, member_id: str
+) -> roomlink.Invitation:
+    """Ask the member's own gateway for the grant that seats it (over the peer's API server)."""
+    peer, _, profile = name.partition("/")
+    declared = inputs.state.peers.get(peer)
+    key = inputs.observed.env_values.get("", {}).get(peer_env_key(peer))
+    view = inputs.observed.rooms
+    if declared is None or not key or view is None:
+        raise RoomApplyError(f"remote member {name}: peer {peer!r} or its key is not available on this machine")
+    return roomlink.invite(
+        peer,
+        declared.url,
+        key,
+        profile,
+        room_id=room_id,
+        install_id=view.install_id,
+        epoch=epoch,
+        member_id=member_id,
+        ttl=SEAT_TTL,
+        status_ttl=SEAT_STATUS_TTL,
+        timeout=options.timeout,
+    )
+
+
+def _revoke_all(invites: Mapping[str, roomlink.Invitation]) -> None:
+    for invite in invites.values():
+        url = invite.endpoint.get("url")
+        if invite.endpoint.get("available") is True and isinstance(url, str):
+            roomlink.revoke(url, invite.target_profile, invite.grant)
+
+
+def _register_all(
+    session: gw.Session, live: dict[str, Any], invites: Mapping[str, roomlink.Invitation], seats: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    ids = remote_members(live)
+    for name, invite in invites.items():
+        _register(session, live, name, ids[name], invite, seats)
     return live
+
+
+def _register(
+    session: gw.Session,
+    live: Mapping[str, Any],
+    name: str,
+    member_id: str,
+    invite: roomlink.Invitation,
+    seats: dict[str, dict[str, Any]],
+    expected: str | None = None,
+) -> None:
+    """groups.peer.register: the room's gateway probes the member's gateway with the grant and keeps
+    the route. A lost reply is settled by reading the route's grant fingerprint."""
+    room_id = str(live["room_id"])
+    endpoint = invite.endpoint
+    if endpoint.get("available") is not True or not isinstance(endpoint.get("url"), str):
+        raise RoomApplyError(
+            f"remote member {name}: its gateway advertises no RoomLink endpoint ({endpoint.get('reason') or 'unknown'})",
+            hint="on that machine, set gateway.room_link_url (https://, as this machine reaches it) in the bot's or the "
+            "root's config.yaml and restart its gateway; its plan shows the seat",
+        )
+    params: dict[str, Any] = {
+        "room_id": room_id,
+        "member_id": member_id,
+        "target_url": endpoint["url"],
+        "target_profile": invite.target_profile,
+        "grant": invite.grant,
+        "catalog": dict(invite.catalog),
+    }
+    if expected is not None:
+        params["expected_grant_sha256"] = expected
+    try:
+        session.call("groups.peer.register", params)
+    except gw.GatewayOutcomeUnknown as lost:
+        route = seat_routes(_routes(session, room_id), live).get(name) or {}
+        if route.get("grant_sha256") != invite.fingerprint:
+            raise gw.GatewayOutcomeUnknown(
+                f"groups.peer.register {room_id} {name}: the reply was lost and a re-read shows another route"
+            ) from lost
+    except gw.GatewayRefused:
+        roomlink.revoke(str(endpoint["url"]), invite.target_profile, invite.grant)
+        raise
+    seats[name] = {"member_id": member_id, "grant_sha256": invite.fingerprint, "status_expires_at": invite.status_expires_at}
+
+
+def _routes(session: gw.Session, room_id: str) -> list[Mapping[str, Any]]:
+    status = session.call("groups.state", {"room_id": room_id}).get("driver_status")
+    routes = status.get("peer_routes") if isinstance(status, dict) else None
+    return [r for r in routes if isinstance(r, dict)] if isinstance(routes, list) else []
+
+
+def _reseat(
+    session: gw.Session,
+    live: dict[str, Any],
+    names: list[str],
+    inputs: Inputs,
+    options: gw.GatewayOptions,
+    seats: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """A new grant for seats with no route, one that needs reauthorization, or one close to its end:
+    invited again for the same member id, registered against the route's current fingerprint."""
+    ids = remote_members(live)
+    routes = seat_routes(_routes(session, str(live["room_id"])), live)
+    for name in names:
+        if name not in ids:
+            continue
+        invite = _invite(inputs, options, name, str(live["room_id"]), epoch=int(live["authority_epoch"]), member_id=ids[name])
+        current = routes.get(name, {}).get("grant_sha256")
+        _register(session, live, name, ids[name], invite, seats, expected=str(current) if current else None)
+    return live
+
+
+# --- converging a live room -------------------------------------------------------------------------
+
+
+def _converge_retrying(session: gw.Session, live: dict[str, Any], room: Room, inputs: Inputs) -> dict[str, Any]:
+    """`_converge`, re-read and re-planned after each refusal that a moved revision explains."""
+    first = live
+    for _ in range(ATTEMPTS):
+        try:
+            return _converge(session, live, room)
+        except _Stale as stale:
+            fresh = _try_read(session, str(live["room_id"]))
+            if fresh is None:
+                raise RoomChanged(
+                    f"room {room.name!r} was disbanded on the gateway while hermes-fleet converged it",
+                    hint="run apply again: the next plan creates it anew",
+                ) from None
+            if fresh.get("revision") == stale.revision:
+                raise stale.error from None  # refused for another reason than a concurrent edit
+            again = replan(inputs, room, fresh)
+            if again.action not in (Action.UPDATE, Action.ADOPT, Action.NOOP) or again.ref != fresh.get("room_id"):
+                raise RoomChanged(
+                    f"room {room.name!r} changed on the gateway while hermes-fleet converged it "
+                    f"({_what_changed(first, fresh)}), and now: {again.reason}",
+                    hint="nothing more was written to it; see the reason, then run apply again",
+                ) from None
+            live = fresh
+    raise RoomChanged(
+        f"room {room.name!r} kept changing on the gateway while hermes-fleet converged it "
+        f"({ATTEMPTS} tries; {_what_changed(first, live)})",
+        hint="nothing more was written to it; run apply again once nobody else is editing the room",
+    )
+
+
+def _what_changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    was, now = live_fields(before), live_fields(after)
+    parts = [f"revision {before.get('revision')} -> {after.get('revision')}"]
+    parts += [f"{k} {was[k]!r} -> {now[k]!r}" for k in ("name", "members", "who_answers") if was[k] != now[k]]
+    return "; ".join(parts)
 
 
 def _write(
@@ -189,6 +466,10 @@ def _write(
         raise gw.GatewayOutcomeUnknown(
             f"{method} {room_id}: the reply was lost and a re-read shows the change was not made"
         ) from lost
+    except gw.GatewayRefused as exc:
+        if exc.code in REVISION_CODES and isinstance(params.get("expected_revision"), int):
+            raise _Stale(exc, params["expected_revision"]) from None
+        raise
     if not isinstance(room, dict):
         raise RoomApplyError(f"{method} {room_id}: no room in the reply")
     return room
@@ -205,43 +486,48 @@ def _converge(session: gw.Session, live: dict[str, Any], room: Room) -> dict[str
             "event_id": event_id("rename", room_id, live["revision"], room.name),
         }
         live = _write(session, "groups.rename", payload, room_id, lambda r: r.get("name") == room.name)
-    want = set(room.members)
-    have = local_members(live)
-    policy = live.get("responder_policy") or {}
-    leader = policy.get("leader_member_id") if policy.get("default_responder") == "leader" else None
-    lead_profile = {v: k for k, v in have.items()}.get(leader) if leader else None
-    if set(have) != want:
-        if lead_profile and lead_profile not in want:
-            # "Change responder policy before removing its leader": go through a policy the new roster allows.
-            target = room.who_answers if room.who_answers.split(":", 1)[-1] in have else "everyone"
-            live = _set_policy(session, live, target, have)
-        live = _set_members(session, live, room)
+    want = sorted(room.members)
+    if member_names(live) != want:
+        roster = _roster(live, room)
+        kept = {m["member_id"] for m in roster}
+        leader = (live.get("responder_policy") or {}).get("leader_member_id")
+        if leader is not None and leader not in kept:
+            # "Change responder policy before removing its leader", whatever the responder mode: go
+            # through a policy the new roster allows.
+            ids = {**local_members(live), **remote_members(live)}
+            lead = room.who_answers.partition(":")[2] if room.who_answers.startswith("lead:") else ""
+            target = room.who_answers if not lead or (lead in ids and ids[lead] in kept) else "everyone"
+            live = _set_policy(session, live, target, ids)
+        live = _set_members(session, live, roster, want)
     if live_who_answers(live) != room.who_answers:
-        live = _set_policy(session, live, room.who_answers, local_members(live))
+        live = _set_policy(session, live, room.who_answers, {**local_members(live), **remote_members(live)})
     return live
 
 
-def _set_members(session: gw.Session, live: dict[str, Any], room: Room) -> dict[str, Any]:
+def _roster(live: Mapping[str, Any], room: Room) -> list[dict[str, Any]]:
+    """The new full roster: every kept member exactly as the gateway holds it (member identity is
+    immutable: display name, handle, target), each added bot with a fresh id and a free handle."""
+    current: dict[str, dict[str, Any]] = {}
+    for m in live.get("members") or []:
+        target = m.get("target") or {}
+        key = f"{target.get('peer_id')}/{m.get('profile')}" if target.get("kind") == "peer" else str(m.get("profile"))
+        current[key] = dict(m)
+    used = {str(m.get("member_id")).casefold() for m in [*(live.get("members") or []), *(live.get("retired_members") or [])]}
+    kept = [current[name] for name in room.members if name in current]
+    handles = {str(m.get("handle")).casefold() for m in kept}
+    added = [member(name, free_id(name, used), free_handle(name, handles)) for name in room.members if name not in current]
+    return kept + added
+
+
+def _set_members(session: gw.Session, live: dict[str, Any], roster: list[dict[str, Any]], want: list[str]) -> dict[str, Any]:
     room_id = live["room_id"]
-    have = local_members(live)
-    used = set(have.values()) | {str(m.get("member_id")) for m in live.get("retired_members") or [] if isinstance(m, dict)}
-    members = []
-    for profile in room.members:
-        member_id = have.get(profile)
-        if member_id is None:
-            member_id, n = profile, 2
-            while member_id in used:  # retired member ids cannot be reused
-                member_id, n = f"{profile}-{n}", n + 1
-            used.add(member_id)
-        members.append(member(profile, member_id))
     payload = {
         "room_id": room_id,
         "expected_revision": live["revision"],
-        "members": members,
-        "event_id": event_id("members", room_id, live["revision"], members),
+        "members": roster,
+        "event_id": event_id("members", room_id, live["revision"], roster),
     }
-    want = set(room.members)
-    return _write(session, MEMBERS_METHOD, payload, room_id, lambda r: set(local_members(r)) == want)
+    return _write(session, MEMBERS_METHOD, payload, room_id, lambda r: member_names(r) == want)
 
 
 def _set_policy(session: gw.Session, live: dict[str, Any], who: str, member_ids: Mapping[str, str]) -> dict[str, Any]:

@@ -30,11 +30,12 @@ from controller.manifests.models.documents import (
     RoutineDocument,
     SectionDocument,
 )
-from controller.manifests.models.fleet import FleetSpec, Gateway, Peer, PolicySpec, Room, Section
+from controller.manifests.models.fleet import NOTIFICATION_EVENTS, FleetSpec, Gateway, Peer, PolicySpec, Room, Section, Webhook
 
 __all__ = [
     "API_VERSION",
     "KINDS",
+    "NOTIFICATION_EVENTS",
     "AnyDocument",
     "Avatar",
     "Bot",
@@ -60,4 +61,5 @@ __all__ = [
     "SectionDocument",
     "Skills",
     "Tts",
+    "Webhook",
 ]

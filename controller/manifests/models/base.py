@@ -30,11 +30,24 @@ class SecretRef(Strict):
         description="Path of a file holding the value (relative paths: to the manifest's folder). "
         "Trailing newlines are stripped.",
     )
+    from_command: Annotated[list[NonEmpty], Field(min_length=1, max_length=64)] | None = Field(
+        default=None,
+        description="A command (argv list, no shell) whose standard output is the value, e.g. "
+        "['pass', 'show', 'acme/openrouter'] or ['sops', '-d', '--extract', '[\"key\"]', 'secrets.enc.yaml']. "
+        "Runs in the manifest's folder; must exit 0 within 'timeout' and print at most 64 KiB; "
+        "trailing newlines are stripped. Its output is never shown or logged.",
+    )
+    timeout: float | None = Field(
+        default=None, gt=0, le=300, description="from_command only: seconds before the command is killed (default 10)."
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> SecretRef:
-        if (self.from_env is None) == (self.from_file is None):
-            raise ValueError("a secret reference needs exactly one of from_env or from_file")
+        given = [f for f in ("from_env", "from_file", "from_command") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ValueError("a secret reference needs exactly one of from_env, from_file or from_command")
+        if self.timeout is not None and self.from_command is None:
+            raise ValueError("'timeout' applies only to from_command")
         return self
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -120,6 +120,38 @@ class Gateway(Strict):
     group_router: GroupRouter | None = Field(default=None, description="auxiliary.group_router.")
 
 
+NOTIFICATION_EVENTS = (
+    "drift",
+    "apply-failed",
+    "stalled",
+    "recovered",
+    "pruned",
+    "routine-failed",
+    "routine-delivery-failed",
+    "gateway-down",
+    "ticker-stalled",
+    "ticker-failing",
+    "credentials-missing",
+    "health-recovered",
+)
+
+
+class Webhook(Strict):
+    """A webhook `watch` (and `apply --notify`) posts events to; its URL is a secret reference."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")] = Field(
+        description="Names the webhook in logs (its URL never appears)."
+    )
+    url: SecretRef = Field(description="The webhook URL (http:// or https://), by reference: it usually embeds a token.")
+    format: Literal["json", "slack"] = Field(
+        default="json", description="json: hermes-fleet's event object; slack: {'text': ...} for Slack-compatible hooks."
+    )
+    events: list[Literal[NOTIFICATION_EVENTS]] | None = Field(  # type: ignore[valid-type]
+        default=None, description="Only these events (default: every event)."
+    )
+    timeout: float = Field(default=5.0, gt=0, le=60, description="Seconds per attempt (connect, send, wait for the answer).")
+
+
 class PolicySpec(Strict):
     """Install-wide settings: bot defaults, gateway policy, checkpoint policy, config passthrough."""
 
@@ -127,6 +159,9 @@ class PolicySpec(Strict):
     gateway: Gateway | None = None
     checkpoints: Checkpoints | None = Field(default=None, description="Install-wide checkpoints.* (root config.yaml).")
     config: ConfigMap | None = Field(default=None, description="Install-wide config.yaml keys (root profile).")
+    notifications: list[Webhook] | None = Field(
+        default=None, description="Webhooks for the reconciler's events (docs/manifest.md, Notifications)."
+    )
 
 
 class FleetSpec(PolicySpec):

@@ -1,0 +1,230 @@
+"""Webhook notifications over httpx: queued, retried with backoff, never in the caller's way.
+
+`Notifier.post(event)` only enqueues: each webhook has its own queue and worker thread, so a
+receiver that fails or hangs delays nothing but its own later events, and never a reconcile.
+A delivery is retried on a transport error (refused, reset, timed out), a 5xx or a 429, with
+backoff (1 s, 2 s, 4 s, ... capped), up to `retries` more attempts; any other 4xx is final. Every
+attempt is bounded by the webhook's `timeout` (connect, send, and each wait for the answer).
+A full queue drops its oldest event (logged). `close(timeout)` lets the queues drain until the
+deadline, then gives up on what is left.
+
+Webhook URLs usually embed a token: they are secrets. They never appear in a log line, an error
+message or the status file: webhooks are named by their `name`, and any text that comes back
+from httpx is scrubbed of the URL and its parts first.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from controller import __version__
+
+SEVERITY_MARK = {"error": ":red_circle:", "warning": ":warning:", "info": ":large_green_circle:"}
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # drift | apply-failed | stalled | recovered | pruned | <health finding code> | health-recovered
+    severity: str  # error | warning | info
+    fleet: str
+    summary: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+    at: str = ""
+    home: str = ""
+    host: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "schemaVersion": 1,
+            "source": "hermes-fleet",
+            "event": self.kind,
+            "severity": self.severity,
+            "fleet": self.fleet,
+            "host": self.host,
+            "home": self.home,
+            "at": self.at,
+            "summary": self.summary,
+            "details": dict(self.details),
+        }
+
+    def as_slack(self) -> dict[str, Any]:
+        mark = SEVERITY_MARK.get(self.severity, "")
+        where = f" on {self.host}" if self.host else ""
+        return {"text": f"{mark} *hermes-fleet* `{self.fleet}`{where} — *{self.kind}*: {self.summary}".strip()}
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    url: str = field(repr=False)  # a secret
+    format: str = "json"
+    events: frozenset[str] | None = None
+    timeout: float = 5.0
+
+    def wants(self, kind: str) -> bool:
+        return self.events is None or kind in self.events
+
+    def secrets(self) -> tuple[str, ...]:
+        parts = urlsplit(self.url)
+        tail = parts.path + (f"?{parts.query}" if parts.query else "")
+        pieces = [self.url, tail if len(tail) > 1 else "", parts.query, parts.password or ""]
+        return tuple(sorted({p for p in pieces if p}, key=len, reverse=True))
+
+
+Log = Callable[..., None]  # log(event_name, **fields)
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "(redacted)")
+    return text
+
+
+class Notifier:
+    def __init__(
+        self,
+        log: Log,
+        *,
+        retries: int = 4,
+        backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        queue_size: int = 100,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.log = log
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.queue_size = queue_size
+        self.transport = transport
+        self.abort = threading.Event()
+        self._workers: dict[Target, _Worker] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def targets(self) -> list[Target]:
+        return list(self._workers)
+
+    def configure(self, targets: list[Target]) -> None:
+        """Use these webhooks from now on (workers of removed ones finish what they hold)."""
+        with self._lock:
+            wanted = set(targets)
+            for target in [t for t in self._workers if t not in wanted]:
+                self._workers.pop(target).finish()
+            for target in targets:
+                if target not in self._workers:
+                    self._workers[target] = _Worker(self, target)
+
+    def post(self, event: Event) -> None:
+        """Queue `event` for every webhook that wants it; returns at once."""
+        with self._lock:
+            workers = [w for t, w in self._workers.items() if t.wants(event.kind)]
+        for worker in workers:
+            worker.put(event)
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Deliver what is queued until `timeout`, then give up; True when everything was handled."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            workers = list(self._workers.values())
+            self._workers.clear()
+        for worker in workers:
+            worker.finish()
+        for worker in workers:
+            worker.thread.join(max(0.0, deadline - time.monotonic()))
+        self.abort.set()
+        return all(not w.thread.is_alive() for w in workers)
+
+    # --- one delivery ---------------------------------------------------------------------------
+
+    def deliver(self, target: Target, event: Event) -> bool:
+        body = event.as_slack() if target.format == "slack" else event.as_json()
+        data = json.dumps(body, default=str).encode()
+        headers = {"Content-Type": "application/json", "User-Agent": f"hermes-fleet/{__version__}"}
+        secrets = target.secrets()
+        attempt = 0
+        while True:
+            attempt += 1
+            outcome, detail = self._attempt(target, data, headers, secrets)
+            if outcome == "ok":
+                self.log("notify_sent", webhook=target.name, kind=event.kind, status=detail, attempts=attempt)
+                return True
+            if outcome == "final" or attempt > self.retries or self.abort.is_set():
+                self.log("notify_failed", webhook=target.name, kind=event.kind, error=detail, attempts=attempt)
+                return False
+            delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+            self.log("notify_retry", webhook=target.name, kind=event.kind, error=detail, attempt=attempt, retry_in=delay)
+            if self.abort.wait(delay):
+                self.log("notify_failed", webhook=target.name, kind=event.kind, error="given up at shutdown", attempts=attempt)
+                return False
+
+    def _attempt(self, target: Target, data: bytes, headers: dict[str, str], secrets: tuple[str, ...]) -> tuple[str, str]:
+        try:
+            with httpx.Client(timeout=httpx.Timeout(target.timeout), transport=self.transport, follow_redirects=False) as client:
+                response = client.post(target.url, content=data, headers=headers)
+        except httpx.TimeoutException:
+            return "retry", f"no answer within {target.timeout:g}s"
+        except httpx.TransportError as exc:
+            return "retry", scrub(f"{type(exc).__name__}: {exc}", secrets)
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
+            return "final", scrub(f"invalid webhook URL ({type(exc).__name__})", secrets)
+        status = response.status_code
+        if 200 <= status < 300:
+            return "ok", str(status)
+        if status >= 500 or status == 429:
+            return "retry", f"HTTP {status}"
+        return "final", f"HTTP {status}"
+
+
+class _Worker:
+    def __init__(self, notifier: Notifier, target: Target) -> None:
+        self.notifier = notifier
+        self.target = target
+        self.queue: queue.Queue[Event | None] = queue.Queue(maxsize=notifier.queue_size)
+        self.thread = threading.Thread(target=self.run, name=f"hermes-fleet-notify-{target.name}", daemon=True)
+        self.thread.start()
+
+    def put(self, event: Event) -> None:
+        while True:
+            try:
+                self.queue.put_nowait(event)
+                return
+            except queue.Full:
+                try:
+                    dropped = self.queue.get_nowait()
+                except queue.Empty:
+                    continue
+                if dropped is not None:
+                    self.notifier.log("notify_dropped", webhook=self.target.name, kind=dropped.kind, reason="queue full")
+
+    def finish(self) -> None:
+        try:
+            self.queue.put_nowait(None)
+        except queue.Full:
+            self.notifier.abort.set()
+
+    def run(self) -> None:
+        while True:
+            event = self.queue.get()
+            if event is None:
+                return
+            if self.notifier.abort.is_set():
+                self.notifier.log(
+                    "notify_failed", webhook=self.target.name, kind=event.kind, error="given up at shutdown", attempts=0
+                )
+                continue
+            try:
+                self.notifier.deliver(self.target, event)
+            except Exception as exc:  # a bug here must not kill the worker (and silence every later alert)
+                self.notifier.log(
+                    "notify_failed", webhook=self.target.name, kind=event.kind, error=type(exc).__name__, attempts=0
+                )

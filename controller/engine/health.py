@@ -1,0 +1,102 @@
+"""Runtime health of one fleet, read-only from Hermes' own state (core.health decides, this reads).
+
+For each bot the fleet owns: its routines' last runs (its `cron/jobs.json`, by the job ids in the
+inventory), its cron ticker's heartbeat, whether a gateway runs for it, and whether its model
+provider finds a credential (its `config.yaml` `model.provider`, its `.env`, its and the root's
+`auth.json`). Used by `status` and by the reconciler (metrics and alerts on transitions).
+Facts: docs/hermes/runtime.md.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from controller.adapters import cronstore, runtime
+from controller.adapters.home import profile_dir
+from controller.core import health
+from controller.core.inventory import Inventory, routine_parts, split_key
+from controller.engine import observing, records
+from controller.errors import ControllerError
+from controller.hermes import DEFAULT_PROFILE
+
+
+def check(root: Path, fleet: str, *, now: float | None = None, inventory: Inventory | None = None) -> health.Health:
+    inventory = inventory or records.load(root, fleet)
+    routines: dict[str, list[tuple[str, str]]] = {}
+    for key in inventory.keys_of("routine"):
+        name = split_key(key)[1]
+        routines.setdefault(routine_parts(name)[0], []).append((name, str(inventory.objects[key].get("job_id") or "")))
+    root_gateway = runtime.gateway(root)
+    root_stored = runtime.credential_stores(root)
+    bots = [
+        bot_runtime(root, name, routines.get(name, []), root_gateway, root_stored)
+        for name in sorted(set(inventory.owned_bots()) | set(routines))
+    ]
+    return health.evaluate(bots, time.time() if now is None else now)
+
+
+def bot_runtime(
+    root: Path,
+    name: str,
+    owned: list[tuple[str, str]],
+    root_gateway: runtime.GatewayProcess,
+    root_stored: frozenset[str],
+) -> health.BotRuntime:
+    folder = profile_dir(root, name)
+    errors: list[str] = []
+    live = observing.observe_profile(root, name, with_bot_chat=False)
+    errors += live.errors
+    provider = live.config_value("model.provider")[1] if live.config is not None else None
+    env_keys = frozenset(k for k, v in (live.env or {}).items() if str(v).strip())
+    stored = runtime.credential_stores(folder) | (root_stored if name != DEFAULT_PROFILE else frozenset())
+    jobs: list[dict[str, object]] = []
+    try:
+        jobs = cronstore.read_jobs(folder) or []
+    except ControllerError as exc:
+        errors.append(str(exc))
+    by_id = {str(j.get("id")): j for j in jobs}
+    routines = []
+    for routine, job_id in sorted(owned):
+        job = by_id.get(job_id)
+        if job is None:
+            routines.append(health.RoutineRuntime(routine, job_id, found=False))
+            continue
+        routines.append(
+            health.RoutineRuntime(
+                routine,
+                job_id,
+                found=True,
+                enabled=job.get("enabled") is not False,
+                state=_text(job.get("state")),
+                last_status=_text(job.get("last_status")),
+                last_error=_text(job.get("last_error")),
+                last_delivery_error=_text(job.get("last_delivery_error")),
+                last_run_at=_text(job.get("last_run_at")),
+                next_run_at=_text(job.get("next_run_at")),
+            )
+        )
+    own = runtime.gateway(folder)
+    if own.running:
+        gateway = health.GatewayRuntime(True, own.pid, own.state, own.source)
+    elif name != DEFAULT_PROFILE and root_gateway.running and name in root_gateway.served_profiles:
+        # Hermes main: one gateway may serve several profiles (docs/hermes/runtime.md#gateway-process).
+        gateway = health.GatewayRuntime(True, root_gateway.pid, root_gateway.state, "root")
+    else:
+        gateway = health.GatewayRuntime(False, None, own.state, "")
+    heartbeat, success = runtime.ticker(folder)
+    return health.BotRuntime(
+        bot=name,
+        provider=str(provider) if provider else None,
+        env_keys=env_keys,
+        stored=stored,
+        heartbeat=heartbeat,
+        last_success=success,
+        gateway=gateway,
+        routines=tuple(routines),
+        errors=tuple(errors),
+    )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)

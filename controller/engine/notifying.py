@@ -1,0 +1,147 @@
+"""Which events a run is worth telling someone about, and to which webhooks (docs/watch.md, Notifications).
+
+The reconciler calls `run_events` after every pass and `health_events` after every health check;
+both compare with the previous one, so a webhook hears about a *change* (drift appearing, a
+routine starting to fail, the reconciler stalling or recovering), not the same state every
+interval. `apply --notify` uses `apply_events` for its one run. Webhook URLs are resolved here,
+like any secret reference, and handed only to adapters.webhooks.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.adapters import webhooks
+from controller.core import health
+from controller.errors import ControllerError
+from controller.manifests import references
+from controller.manifests.desired import DesiredState
+
+BAD = ("drift", "partial", "conflict", "stalled", "source-error", "interrupted")
+FAILED = ("partial", "conflict")
+
+
+def targets(state: DesiredState) -> tuple[list[webhooks.Target], list[str]]:
+    """The fleet's webhooks with their URLs resolved, and why any could not be (no URL in the text)."""
+    found: list[webhooks.Target] = []
+    problems: list[str] = []
+    with references.command_cache():
+        for hook in state.notifications:
+            try:
+                url = references.resolve(hook.url)
+            except ControllerError as exc:
+                problems.append(f"webhook {hook.name}: {exc}")
+                continue
+            if not url.startswith(("http://", "https://")):
+                problems.append(f"webhook {hook.name}: its URL is not http:// or https:// (value not shown)")
+                continue
+            found.append(webhooks.Target(hook.name, url, hook.format, hook.events, hook.timeout))
+    return found, problems
+
+
+def event(kind: str, severity: str, fleet: str, summary: str, home: str, **details: Any) -> webhooks.Event:
+    return webhooks.Event(
+        kind=kind,
+        severity=severity,
+        fleet=fleet,
+        summary=summary,
+        details=details,
+        at=datetime.now(UTC).isoformat(timespec="seconds"),
+        home=home,
+        host=socket.gethostname(),
+    )
+
+
+def run_events(previous: Any, run: Any, fleet: str, home: str) -> list[webhooks.Event]:
+    """Events of one reconcile pass (a watching.Run), given the one before it (or None)."""
+    prev_result = previous.result if previous is not None else None
+    out: list[webhooks.Event] = []
+    revision = {"revision": run.revision, "trigger": run.trigger}
+    if run.result == "drift" and (prev_result != "drift" or sorted(previous.drift) != sorted(run.drift)):
+        out.append(
+            event(
+                "drift",
+                "warning",
+                fleet,
+                f"{len(run.drift)} object(s) differ from the manifests: {', '.join(run.drift[:10])}",
+                home,
+                objects=list(run.drift),
+                **revision,
+            )
+        )
+    elif run.result in FAILED and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
+        out.append(
+            event(
+                "apply-failed",
+                "error",
+                fleet,
+                f"{run.result}: {run.message}",
+                home,
+                result=run.result,
+                failed=run.failed,
+                **revision,
+            )
+        )
+    elif run.result == "stalled" and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
+        if run.message != "still waiting for the source to change":
+            out.append(event("stalled", "error", fleet, run.message, home, **revision))
+    elif run.result in ("applied", "in-sync") and prev_result in BAD:
+        out.append(
+            event("recovered", "info", fleet, f"{run.result} again (was {prev_result})", home, previous=prev_result, **revision)
+        )
+    if getattr(run, "pruned", None):
+        out.append(
+            event(
+                "pruned",
+                "warning",
+                fleet,
+                f"deleted {len(run.pruned)} object(s) gone from the manifests: {', '.join(run.pruned[:10])}",
+                home,
+                objects=list(run.pruned),
+                **revision,
+            )
+        )
+    return out
+
+
+def health_events(
+    before: Sequence[health.Finding], after: Sequence[health.Finding], fleet: str, home: str
+) -> list[webhooks.Event]:
+    """A new finding is an event named by its code; a finding that cleared is `health-recovered`."""
+    appeared, cleared = health.transitions(before, after)
+    out = [event(f.code, f.severity, fleet, f"{f.subject}: {f.message}", home, object=f.subject) for f in appeared]
+    out += [
+        event("health-recovered", "info", fleet, f"{f.subject}: {f.code} cleared", home, object=f.subject, code=f.code)
+        for f in cleared
+    ]
+    return out
+
+
+def apply_events(
+    fleet: str, home: str, *, failed: Sequence[str], pruned: Sequence[str], conflict: str = ""
+) -> list[webhooks.Event]:
+    """`apply --notify`: a failure (or a refused conflict) and what a prune deleted."""
+    out = []
+    if conflict:
+        out.append(event("apply-failed", "error", fleet, conflict, home, result="conflict"))
+    elif failed:
+        out.append(
+            event(
+                "apply-failed", "error", fleet, f"{len(failed)} object(s) failed: {'; '.join(failed[:5])}", home, result="partial"
+            )
+        )
+    if pruned:
+        out.append(
+            event(
+                "pruned",
+                "warning",
+                fleet,
+                f"deleted {len(pruned)} object(s): {', '.join(pruned[:10])}",
+                home,
+                objects=list(pruned),
+            )
+        )
+    return out
