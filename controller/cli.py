@@ -323,7 +323,23 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--once", action="store_true", help="one reconcile, then exit with apply's exit codes (cron use)")
     p.add_argument("--log-format", choices=("text", "json"), default="text")
-    p.add_argument("--health-port", type=int, metavar="PORT", help="serve /healthz and /metrics on 127.0.0.1:PORT")
+    p.add_argument(
+        "--health-port", type=int, metavar="PORT", help="serve /healthz and /metrics on PORT (127.0.0.1 unless --health-bind)"
+    )
+    p.add_argument(
+        "--health-bind",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address for --health-port (default 127.0.0.1; any other needs a token)",
+    )
+    p.add_argument(
+        "--health-token-env",
+        metavar="NAME",
+        help="require 'Authorization: Bearer <token>', the token read from environment variable NAME",
+    )
+    p.add_argument(
+        "--health-token-file", metavar="FILE", help="require 'Authorization: Bearer <token>', the token read from FILE"
+    )
     p.add_argument(
         "--lock-timeout", type=duration, default=10.0, metavar="DURATION", help="wait this long for an apply (default 10s)"
     )

@@ -149,7 +149,10 @@ class GitSource:
                 # By URL, not through a remote: the URL (and any credential in it) is never stored.
                 repo.git.fetch(self.url, *FETCH_REFSPECS, "--prune", "--force", "--no-write-fetch-head")
             commit = self._resolve(repo)
-            if self.last_good and self.last_good != commit and not allow_rewrite:
+            # A ref that is itself a full commit id is a pin (a rollout's, or a rollback's): that exact
+            # commit was chosen, so there is no branch history to protect.
+            pinned = self.ref == commit
+            if self.last_good and self.last_good != commit and not allow_rewrite and not pinned:
                 self._check_history(repo, commit)
             repo.git.checkout("--force", "--detach", commit)
             repo.git.clean("-ffdx")

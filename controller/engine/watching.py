@@ -17,6 +17,7 @@ import json
 import os
 import random
 import signal
+import socket
 import sys
 import threading
 import time
@@ -32,10 +33,10 @@ from controller.adapters import fsio, locking, webhooks
 from controller.adapters.home import check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
 from controller.core import health as health_core
-from controller.core.types import WRITING_ACTIONS, Action, RunResult
+from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
 from controller.core.types import Options as PlanOptions
 from controller.engine import health, notifying, reconciling, records
-from controller.errors import ConflictError, ContainmentError, ControllerError, LockHeld, SourceError
+from controller.errors import ConflictError, ContainmentError, ControllerError, LockHeld, SourceError, UsageError
 from controller.manifests import desired, reading
 from controller.redact import redact_text, redact_url
 
@@ -105,42 +106,132 @@ def _text(value: Any) -> str:
     return json.dumps(text) if (" " in text or "=" in text or not text) else text
 
 
+RESULTS = ("applied", "in-sync", "drift", "partial", "stalled", "conflict", "source-error", "busy", "interrupted")
+
+
 class Metrics:
-    def __init__(self) -> None:
-        self.runs: dict[str, int] = {}
+    """The reconciler's metrics, exposed with the Prometheus client library.
+
+    A custom collector: the values are kept here and turned into metric families at scrape time, so
+    every sample carries this machine's `fleet` and `host` labels (the fleet is known only once the
+    manifests have been read). Per bot: drift; per routine: whether its last run failed (Hermes'
+    `last_status`, docs/hermes/cron.md#job-record, as read by the last run).
+    """
+
+    def __init__(self, host: str, interval: float = 0.0) -> None:
+        from prometheus_client import CollectorRegistry
+
+        self.lock = threading.Lock()
+        self.host = host
+        self.fleet = ""
+        self.interval = interval
+        self.runs: dict[str, int] = dict.fromkeys(RESULTS, 0)
         self.last_success = 0.0
+        self.last_run_at = 0.0
         self.last_seconds = 0.0
         self.drifted = 0
         self.stalled = 0
-        self.health_lines: list[str] = []  # engine.health.metric_lines of the last check
+        self.failures = 0
+        self.revision = ""
+        self.bots: tuple[str, ...] = ()
+        self.drift: frozenset[str] = frozenset()
+        self.routines: dict[tuple[str, str], bool] = {}  # (bot, routine) -> its last run failed
+        self.health: health_core.Health | None = None  # the last runtime health check (engine.health)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
 
-    def record(self, run: Run) -> None:
-        self.runs[run.result] = self.runs.get(run.result, 0) + 1
-        self.last_seconds = run.seconds
-        self.drifted = len(run.drift)
-        self.stalled = 1 if run.result in ("stalled", "conflict") else 0
-        if run.result in ("applied", "in-sync", "drift"):
-            self.last_success = time.time()
+    def record(self, run: Run, *, failures: int = 0, good_revision: str | None = None) -> None:
+        with self.lock:
+            self.runs[run.result] = self.runs.get(run.result, 0) + 1
+            self.last_seconds = run.seconds
+            self.last_run_at = time.time()
+            self.drifted = len(run.drift)
+            self.drift = frozenset(run.drift)
+            self.stalled = 1 if run.result in ("stalled", "conflict") else 0
+            self.failures = failures
+            if run.result in ("applied", "in-sync", "drift"):
+                self.last_success = time.time()
+            if good_revision:
+                self.revision = good_revision
 
-    def render(self) -> str:
-        lines = ["# HELP hermes_fleet_reconcile_total Reconcile runs by result.", "# TYPE hermes_fleet_reconcile_total counter"]
-        lines += [f'hermes_fleet_reconcile_total{{result="{k}"}} {v}' for k, v in sorted(self.runs.items())]
-        lines += [
-            "# HELP hermes_fleet_last_success_timestamp_seconds Last run that ended converged or reported.",
-            "# TYPE hermes_fleet_last_success_timestamp_seconds gauge",
-            f"hermes_fleet_last_success_timestamp_seconds {self.last_success:.3f}",
-            "# HELP hermes_fleet_last_run_seconds Duration of the last run.",
-            "# TYPE hermes_fleet_last_run_seconds gauge",
-            f"hermes_fleet_last_run_seconds {self.last_seconds:.6f}",
-            "# HELP hermes_fleet_drifted_objects Objects that differ from the manifests.",
-            "# TYPE hermes_fleet_drifted_objects gauge",
-            f"hermes_fleet_drifted_objects {self.drifted}",
-            "# HELP hermes_fleet_stalled 1 while waiting for the source to change (invalid or conflicting).",
-            "# TYPE hermes_fleet_stalled gauge",
-            f"hermes_fleet_stalled {self.stalled}",
-        ]
-        lines += self.health_lines
-        return "\n".join(lines) + "\n"
+    def observe_slice(self, fleet: str, bots: list[str]) -> None:
+        with self.lock:
+            self.fleet = fleet
+            self.bots = tuple(sorted(bots))
+
+    def observe_routines(self, routines: dict[tuple[str, str], bool]) -> None:
+        with self.lock:
+            self.routines = dict(routines)
+
+    def observe_health(self, checked: health_core.Health) -> None:
+        with self.lock:
+            self.health = checked
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+
+        with self.lock:
+            base = [self.fleet, self.host]
+            names = ["fleet", "host"]
+
+            def gauge(name: str, doc: str, value: float) -> Any:
+                family = GaugeMetricFamily(name, doc, labels=names)
+                family.add_metric(base, value)
+                return family
+
+            runs = CounterMetricFamily("hermes_fleet_reconcile", "Reconcile runs by result.", labels=[*names, "result"])
+            for result, count in sorted(self.runs.items()):
+                runs.add_metric([*base, result], count)
+            yield runs
+            yield gauge(
+                "hermes_fleet_last_success_timestamp_seconds",
+                "Unix time of the last run that ended applied, in-sync or drift.",
+                self.last_success,
+            )
+            yield gauge(
+                "hermes_fleet_last_run_timestamp_seconds", "Unix time of the last run, whatever its result.", self.last_run_at
+            )
+            yield gauge("hermes_fleet_last_run_seconds", "Duration of the last run.", self.last_seconds)
+            yield gauge("hermes_fleet_drifted_objects", "Objects that differ from the manifests (last run).", self.drifted)
+            yield gauge(
+                "hermes_fleet_stalled", "1 while waiting for the source to change (invalid or conflicting).", self.stalled
+            )
+            yield gauge(
+                "hermes_fleet_consecutive_failures", "Transient failures in a row (partial, source-error, busy).", self.failures
+            )
+            yield gauge("hermes_fleet_interval_seconds", "The reconcile interval (--interval).", self.interval)
+            bots = GaugeMetricFamily(
+                "hermes_fleet_bot_drifted",
+                "1 when the bot or one of its routines differs from the manifests.",
+                labels=[*names, "bot"],
+            )
+            for bot in self.bots:
+                drifted = f"bot/{bot}" in self.drift or any(k.startswith(f"routine/{bot}/") for k in self.drift)
+                bots.add_metric([*base, bot], 1 if drifted else 0)
+            yield bots
+            routines = GaugeMetricFamily(
+                "hermes_fleet_routine_failing", "1 when the routine's last run failed (Hermes last_status error).",
+                labels=[*names, "bot", "routine"],
+            )  # fmt: skip
+            for (bot, routine), failing in sorted(self.routines.items()):
+                routines.add_metric([*base, bot, routine], 1 if failing else 0)
+            yield routines
+            if self.revision:
+                info = InfoMetricFamily("hermes_fleet_revision", "The last revision applied or found in sync.", labels=names)
+                info.add_metric(base, {"revision": self.revision})
+                yield info
+            if self.health is not None:
+                yield from _health_families(self.health, names, base)
+
+    def render(self, accept: str = "") -> tuple[bytes, str]:
+        """The exposition the scraper asked for (Prometheus text, or OpenMetrics), and its content type."""
+        from prometheus_client.exposition import choose_encoder
+
+        encoder, content_type = choose_encoder(accept)
+        return encoder(self.registry), content_type
 
 
 class Reconciler:
@@ -149,7 +240,7 @@ class Reconciler:
         self.source = source
         self.options = options
         self.log = log
-        self.metrics = Metrics()
+        self.metrics = Metrics(options.host or socket.gethostname(), options.interval)
         self.stop = threading.Event()
         self.wake = threading.Event()
         self.runs: list[Run] = []
@@ -179,7 +270,7 @@ class Reconciler:
             run = Run(now, trigger, "partial", message=f"internal error: {type(exc).__name__}: {exc}")
         run.seconds = round(time.monotonic() - started, 4)
         self.runs = [*self.runs, run][-KEEP_RUNS:]
-        self.metrics.record(run)
+        self.metrics.record(run, good_revision=self.last_good_revision)
         self.log.event(
             "reconciled",
             trigger=trigger,
@@ -209,7 +300,7 @@ class Reconciler:
                 events += notifying.health_events(self.seen_findings, checked.findings, self.fleet, str(self.root))
                 self.health = checked
                 self.seen_findings = checked.findings
-                self.metrics.health_lines = health.metric_lines(checked)
+                self.metrics.observe_health(checked)
         if self.notifier is not None:
             for found in events:
                 self.notifier.post(found)
@@ -248,6 +339,7 @@ class Reconciler:
             )
         state = desired.for_host(result.state, reading.selected_host(self.options.host, result.state))
         self.fleet = state.fleet
+        self.metrics.observe_slice(state.fleet, list(state.bots))
         self._configure_webhooks(state)
         try:
             run = self._converge(now, trigger, snap, state, result.files)
@@ -273,11 +365,20 @@ class Reconciler:
     def _converge(self, now: str, trigger: str, snap: Snapshot, state: desired.DesiredState, files: list[str]) -> Run:
         opts = self.options
         last = records.load(self.root, state.fleet).last_apply or {}
-        manifests_changed = last.get("digest") != state.digest or last.get("revision", snap.revision) != snap.revision
+        # The digest is this machine's slice (desired.for_host): a commit that only touches other
+        # machines moves the revision but not the digest, and is planned like an interval run.
+        manifests_changed = last.get("digest") != state.digest
+        revision_moved = last.get("revision", snap.revision) != snap.revision
         must_apply = opts.self_heal or manifests_changed or last.get("result") != RunResult.OK
+        drift: list[str] = []
+        pending_only = False
         if not must_apply:
             planned = reconciling.plan_home(self.root, state, files, options=self.plan_options)
             drift = _changed_objects(planned)
+            self.metrics.observe_routines(_routine_health(planned))
+            # A new revision whose pending changes are no hand edit (a secret file's new value) applies.
+            pending_only = bool(drift) and revision_moved and not planned.plan.drifted
+        if not must_apply and not pending_only:
             if drift:
                 self.log.event("drift_detected", objects=drift, hint="apply, or run watch with --self-heal")
                 return Run(
@@ -299,6 +400,7 @@ class Reconciler:
             revision=snap.revision,
             should_stop=self.stop.is_set,
         )
+        self.metrics.observe_routines(_routine_health(planned))
         failed = len(results.failed) + len(planned.plan.errors)
         pruned = [o.change.key for o in results.done if o.change.action is Action.DELETE]
         if results.abandoned:
@@ -371,8 +473,10 @@ class Reconciler:
     def delay_after(self, run: Run) -> float:
         if run.transient or run.result == "busy":
             self.failures += 1
+            self.metrics.failures = self.failures
             return min(self.options.interval, self.options.retry_min * 2 ** (self.failures - 1))
         self.failures = 0
+        self.metrics.failures = 0
         spread = self.options.interval * self.options.jitter
         return max(0.05, self.options.interval + random.uniform(-spread, spread))
 
@@ -465,8 +569,71 @@ def reconciler_lock(root: Path) -> Iterator[None]:
         os.close(fd)
 
 
+HEALTH_CODES = (
+    "routine-failed",
+    "routine-delivery-failed",
+    "gateway-down",
+    "ticker-stalled",
+    "ticker-failing",
+    "credentials-missing",
+)
+
+
+def _health_families(checked: health_core.Health, names: list[str], base: list[str]) -> Iterator[Any]:
+    """The runtime health check (docs/watch.md, "Runtime health") as gauges, per code and per bot."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    def per_bot(name: str, doc: str, values: list[tuple[str, float]]) -> Any:
+        family = GaugeMetricFamily(name, doc, labels=[*names, "bot"])
+        for bot, value in values:
+            family.add_metric([*base, bot], value)
+        return family
+
+    counts: dict[str, int] = {}
+    for finding in checked.findings:
+        counts[finding.code] = counts.get(finding.code, 0) + 1
+    findings = GaugeMetricFamily(
+        "hermes_fleet_health_findings", "Runtime health problems by code (status shows each).", labels=[*names, "code"]
+    )
+    for code in HEALTH_CODES:
+        findings.add_metric([*base, code], counts.get(code, 0))
+    yield findings
+    failing = {f.subject for f in checked.findings if f.code == "routine-failed"}
+    missing = {f.subject for f in checked.findings if f.code == "credentials-missing"}
+    yield per_bot(
+        "hermes_fleet_gateway_up", "1 when a gateway runs for the bot.", [(b.bot, int(b.gateway.running)) for b in checked.bots]
+    )
+    yield per_bot(
+        "hermes_fleet_cron_ticker_heartbeat_age_seconds",
+        "Seconds since the bot's cron ticker last beat.",
+        [(b.bot, age) for b in checked.bots if (age := checked.age(b.heartbeat)) is not None],
+    )
+    yield per_bot(
+        "hermes_fleet_routines_failed",
+        "Routines whose last run failed, per bot.",
+        [(b.bot, sum(1 for r in b.routines if f"routine/{r.routine}" in failing)) for b in checked.bots],
+    )
+    yield per_bot(
+        "hermes_fleet_credentials_missing",
+        "1 when the bot's model provider finds no credential.",
+        [(b.bot, int(f"bot/{b.bot}" in missing)) for b in checked.bots],
+    )
+
+
 def _changed_objects(planned: reconciling.Planned) -> list[str]:
     return [c.key for c in planned.plan.changes if c.action in WRITING_ACTIONS]
+
+
+def _routine_health(planned: reconciling.Planned) -> dict[tuple[str, str], bool]:
+    """(bot, routine) -> whether its cron job's last run failed, for each managed routine with a job."""
+    jobs = planned.inputs.observed.jobs
+    out: dict[tuple[str, str], bool] = {}
+    for change in planned.plan.changes:
+        if change.kind is Kind.ROUTINE and change.ref:
+            job = next((j for j in jobs.get(change.bot, ()) if str(j.get("id")) == change.ref), None)
+            if job is not None:
+                out[(change.bot, change.title)] = job.get("last_status") == "error"
+    return out
 
 
 def read_status(root: Path) -> dict[str, Any] | None:
@@ -521,31 +688,63 @@ def install_signals(reconciler: Reconciler, log: Log) -> None:
     signal.signal(signal.SIGINT, handle)
 
 
-def start_health(port: int, reconciler: Reconciler, log: Log) -> Any:
+def is_loopback(address: str) -> bool:
+    """127.0.0.0/8, ::1 and `localhost`; any other address (or name) is reachable from elsewhere."""
+    import ipaddress
+
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def start_health(port: int, reconciler: Reconciler, log: Log, *, bind: str = "127.0.0.1", token: str | None = None) -> Any:
+    """/healthz and /metrics on `bind` (loopback by default). With a token, both need
+    `Authorization: Bearer <token>`; the token is never logged."""
+    import hmac
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    expected = f"Bearer {token}".encode() if token else None
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if expected is not None and not hmac.compare_digest(self.headers.get("Authorization", "").encode(), expected):
+                self._send(401, b"unauthorized\n", "text/plain", {"WWW-Authenticate": 'Bearer realm="hermes-fleet"'})
+                return
             if self.path == "/metrics":
-                body, code, kind = reconciler.metrics.render(), 200, "text/plain; version=0.0.4"
+                data, kind = reconciler.metrics.render(self.headers.get("Accept", ""))
+                self._send(200, data, kind)
             elif self.path == "/healthz":
                 last = reconciler.runs[-1].result if reconciler.runs else "starting"
                 healthy = last not in ("stalled", "conflict") and reconciler.failures < 5
                 body = json.dumps({"status": "ok" if healthy else "unhealthy", "last_result": last}) + "\n"
-                code, kind = (200 if healthy else 503), "application/json"
+                self._send(200 if healthy else 503, body.encode(), "application/json")
             else:
-                body, code, kind = "not found\n", 404, "text/plain"
-            data = body.encode()
+                self._send(404, b"not found\n", "text/plain")
+
+        def _send(self, code: int, data: bytes, kind: str, headers: dict[str, str] | None = None) -> None:
             self.send_response(code)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
 
         def log_message(self, *args: Any) -> None:
             return  # our own log has one line per reconcile; no per-request noise
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+        daemon_threads = True
+
+    try:
+        server = Server((bind, port), Handler)
+    except OSError as exc:
+        raise UsageError(f"cannot serve /healthz and /metrics on {bind}:{port}: {exc.strerror or exc}") from None
     threading.Thread(target=server.serve_forever, name="hermes-fleet-health", daemon=True).start()
-    log.event("health_listening", address=f"http://127.0.0.1:{server.server_address[1]}")
+    host = f"[{bind}]" if ":" in bind else bind
+    log.event("health_listening", address=f"http://{host}:{server.server_address[1]}", auth="bearer" if token else "none")
     return server

@@ -100,6 +100,9 @@ class DesiredState:
     digest: str = ""
     seats: tuple[Seat, ...] = ()  # set by for_host: this slice's bots seated in other hosts' rooms
     notifications: tuple[DesiredWebhook, ...] = ()  # not part of the digest: they change nothing in the home
+    # Install fields (`config:<key>`, `env:<KEY>`) written to the root profile only, never into the
+    # bots: the accepting side of a peer (its API server), set by for_host.
+    root_only: frozenset[str] = frozenset()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -282,21 +285,89 @@ def _json_default(value: Any) -> Any:
         return {k: getattr(value, k) for k in value.__dataclass_fields__ if k != "origin"}
     if isinstance(value, tuple):
         return list(value)
+    if isinstance(value, frozenset):
+        return sorted(value)
     raise TypeError(type(value))
+
+
+def state_digest(state: DesiredState) -> str:
+    """The digest of everything `state` writes: a change to it is a change this home must apply.
+
+    Computed over the state as given, so a host slice (`for_host`) gets a digest of its own slice
+    only: a change to another machine's bots, rooms or peers leaves it as it was. Avatar images are
+    covered by their content (a path alone would miss an edited image); secret values never are.
+    """
+    # Every field but the digest and the notifications (they change nothing in the home); fields
+    # left empty are left out, so adding one keeps old digests.
+    payload: dict[str, Any] = {
+        name: value
+        for name in state.__dataclass_fields__
+        if name not in ("digest", "notifications") and (value := getattr(state, name)) not in (None, (), frozenset())
+    }
+    images = {name: _file_sha256(bot.avatar_image) for name, bot in sorted(state.bots.items()) if bot.avatar_image}
+    if images:
+        payload["avatar_images"] = images
+    return compute_digest(payload)
+
+
+def _file_sha256(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
 
 
 def uses_hosts(state: DesiredState) -> bool:
     hosts = [b.host for b in state.bots.values()] + [r.host for r in state.rooms.values()]
-    return any(hosts) or any(p.host for p in state.peers.values())
+    return any(hosts) or any(p.host or p.accept for p in state.peers.values())
+
+
+def url_port(url: str) -> int | None:
+    """The explicit port of an http(s) URL, or None (also for a URL that does not parse)."""
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).port
+    except ValueError:
+        return None
+
+
+def _registers(peer: Peer, host: str) -> bool:
+    """`host` registers the peer (bot_peers + its key): its own host, else every machine but the accepting one."""
+    if peer.host is not None:
+        return peer.host == host
+    return peer.accept is None or peer.accept.host != host
+
+
+def accept_side(peer: Peer, key: EnvEntry) -> tuple[dict[str, Any], dict[str, EnvEntry]]:
+    """What the accepting machine's root profile needs for a peer to reach it: Hermes' API server
+    on the peer URL's port with the peer's key (docs/hermes/peers.md#accepting-side), and one
+    gateway for every bot so `peer/<bot>` reaches that bot (docs/hermes/peers.md#profiles)."""
+    accept = peer.accept
+    assert accept is not None
+    port = accept.port or url_port(peer.url)
+    env = {
+        "API_SERVER_ENABLED": EnvEntry(literal="true"),
+        "API_SERVER_KEY": key,
+        "API_SERVER_HOST": EnvEntry(literal=accept.bind),
+        "API_SERVER_PORT": EnvEntry(literal=str(port)),
+    }
+    config: dict[str, Any] = {"gateway.multiplex_profiles": True} if accept.profiles else {}
+    return config, env
 
 
 def for_host(state: DesiredState, host: str | None) -> DesiredState:
-    """The slice of the fleet that lives on `host` (objects with no host live everywhere)."""
+    """The slice of the fleet that lives on `host` (objects with no host live everywhere).
+
+    The slice holds only what this machine writes: its bots (and the sections they use), its
+    rooms, the peers it registers, and the install-wide settings that apply to it. Its digest is
+    the slice's own (`state_digest`), so each machine's applied state depends on its slice alone.
+    """
     if host is None or not uses_hosts(state):
         return state
     bots = {n: b for n, b in state.bots.items() if b.host in (None, host)}
     rooms = {n: r for n, r in state.rooms.items() if r.host in (None, host)}
-    peers = {n: p for n, p in state.peers.items() if p.host in (None, host)}
+    peers = {n: p for n, p in state.peers.items() if _registers(p, host)}
     gone = set(state.peers) - set(peers)
     install_config = {
         k: v for k, v in state.install_config.items() if not (k.startswith("bot_peers.") and k.split(".")[1] in gone)
@@ -305,6 +376,15 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
 
     dropped_keys = {peer_env_key(p) for p in gone}
     install_env = {k: v for k, v in state.install_env.items() if k not in dropped_keys}
+    root_only: set[str] = set()
+    for peer in state.peers.values():
+        if peer.accept is not None and peer.accept.host == host and peer_env_key(peer.name) in state.install_env:
+            config, env = accept_side(peer, state.install_env[peer_env_key(peer.name)])
+            config = {k: v for k, v in config.items() if k not in install_config}  # an explicit policy value wins
+            install_config.update(config)
+            install_env.update(env)
+            root_only |= {f"config:{k}" for k in config} | {f"env:{k}" for k in env}
+    used_sections = {b.section[1] for b in bots.values() if b.section is not None}
     seats = tuple(
         Seat(r.name, r.host, m.partition("/")[0], m.partition("/")[2])
         for r in state.rooms.values()
@@ -312,15 +392,16 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
         for m in r.members
         if "/" in m and m.partition("/")[2] in bots
     )
-    return DesiredState(
+    sliced = DesiredState(
         fleet=state.fleet,
         bots=bots,
-        sections=state.sections,
+        sections={n: s for n, s in state.sections.items() if n in used_sections},
         rooms=rooms,
         peers=peers,
         install_config=install_config,
         install_env=install_env,
-        digest=state.digest,
         seats=seats,
         notifications=state.notifications,
+        root_only=frozenset(root_only),
     )
+    return DesiredState(**{**sliced.__dict__, "digest": state_digest(sliced)})

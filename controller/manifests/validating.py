@@ -962,6 +962,45 @@ class _Checks:
         if peer.key is not None:
             self.check_from_file(item.at("key", "from_file"), item.base_dir, peer.key)
 
+        if peer.accept is not None:
+            self.check_accept(item)
+
+    def check_accept(self, item: Declared) -> None:
+        """A peer accepted by a machine of this fleet: both sides come from this declaration."""
+        peer: Peer = item.obj
+        accept = peer.accept
+        assert accept is not None
+        if peer.key is None:
+            self.report.error(
+                item.at("key"),
+                f"peer {peer.name!r} is accepted by {accept.host!r} but has no key",
+                "give it a key (by reference): Hermes' API server refuses to start without API_SERVER_KEY",
+                "peer_accept",
+            )
+        if peer.host is not None and peer.host == accept.host:
+            self.report.error(
+                item.at("accept", "host"),
+                f"peer {peer.name!r} is registered on {peer.host!r} and accepted by it too: a machine is not its own peer",
+                "set host: to the machine that sends, or leave it out (every machine but the accepting one)",
+                "peer_accept",
+            )
+        if accept.port is None and d.url_port(peer.url) is None:
+            self.report.error(
+                item.at("accept", "port"),
+                f"peer {peer.name!r}: its url {peer.url!r} names no port, so the API server's port is unknown",
+                "give the port in the url (http://box.lan:8642) or as accept.port (behind a proxy)",
+                "peer_accept",
+            )
+        others = [x for x in self.g.peers if x.obj.accept is not None and x.obj.accept.host == accept.host]
+        if len(others) > 1 and others[0] is not item:
+            self.report.error(
+                item.at("accept", "host"),
+                f"peers {others[0].obj.name!r} and {peer.name!r} are both accepted by {accept.host!r}, "
+                "which has one API server and one key",
+                "declare one peer per accepting machine; every other machine registers it",
+                "peer_accept",
+            )
+
     @staticmethod
     def _suggest(value: str, options: set[str], fallback: str) -> str:
         guess = difflib.get_close_matches(value, sorted(options), n=1)
@@ -1034,18 +1073,7 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         install_env=install_env,
         notifications=tuple(webhooks),
     )
-    digest = d.compute_digest(
-        {
-            "fleet": fleet,
-            "bots": bots,
-            "sections": sections,
-            "rooms": state.rooms,
-            "peers": state.peers,
-            "install_config": install_config,
-            "install_env": install_env,
-        }
-    )
-    return d.DesiredState(**{**state.__dict__, "digest": digest})
+    return d.DesiredState(**{**state.__dict__, "digest": d.state_digest(state)})
 
 
 def _desired_bot(

@@ -9,8 +9,13 @@ from controller.adapters import fsio, webhooks
 from controller.adapters.home import resolve_root, state_dir
 from controller.adapters.sources import GitSource, LocalSource
 from controller.engine import watching
-from controller.errors import ExitCode, UsageError
+from controller.errors import ExitCode, SecretUnavailable, UsageError
+from controller.manifests import references
+from controller.manifests.desired import EnvEntry
+from controller.manifests.models import SecretRef
 from controller.verbs.common import check_fleet, check_host
+
+MIN_TOKEN = 16
 
 
 def build_source(args: argparse.Namespace, root: Path) -> LocalSource | GitSource:
@@ -35,6 +40,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         lock_timeout=args.lock_timeout,
         allow_history_rewrite=args.allow_history_rewrite,
     )
+    token = health_token(args)
     log = watching.Log(args.log_format)
     source = build_source(args, root)
     fsio.make_dirs(root, mode=0o700)  # a read-only parent: a clean error naming the path
@@ -50,7 +56,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 reconciler.notifier.close(timeout=args.notify_timeout)
             return once_exit(run)
         watching.install_signals(reconciler, log)
-        server = watching.start_health(args.health_port, reconciler, log) if args.health_port is not None else None
+        server = None
+        if args.health_port is not None:
+            server = watching.start_health(args.health_port, reconciler, log, bind=args.health_bind, token=token)
         log.event(
             "started",
             home=str(root),
@@ -65,6 +73,32 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 server.shutdown()
             reconciler.notifier.close(timeout=args.notify_timeout)
     return ExitCode.OK
+
+
+def health_token(args: argparse.Namespace) -> str | None:
+    """The bearer token for /healthz and /metrics, by reference (never on the command line).
+
+    Loopback needs none; any other --health-bind refuses to start without one."""
+    env, file = getattr(args, "health_token_env", None), getattr(args, "health_token_file", None)
+    if env and file:
+        raise UsageError("give one of --health-token-env and --health-token-file")
+    bind = getattr(args, "health_bind", "127.0.0.1")
+    if not env and not file:
+        if not watching.is_loopback(bind):
+            raise UsageError(
+                f"refusing to serve /healthz and /metrics on {bind} without a token",
+                hint="add --health-token-env NAME or --health-token-file FILE (a secret of 16 or more characters)",
+            )
+        return None
+    ref = SecretRef(from_env=env) if env else SecretRef(from_file=file)
+    try:
+        token = references.resolve(EnvEntry(ref=ref, base_dir=str(Path.cwd())))
+    except SecretUnavailable as exc:
+        raise UsageError(f"the health token: {exc}") from None
+    token = token.strip()
+    if len(token) < MIN_TOKEN or any(c.isspace() for c in token):
+        raise UsageError(f"the health token must be at least {MIN_TOKEN} characters, without spaces")
+    return token
 
 
 def once_exit(run: watching.Run) -> int:

@@ -645,6 +645,28 @@ def test_install_wide_keys_of_another_fleet_are_a_conflict() -> None:
     assert install.key == INSTALL_KEY
 
 
+def test_root_only_install_fields_reach_the_root_and_no_bot() -> None:
+    """A peer's accepting side (one API server per machine) is written to the root profile only."""
+    inputs = dataclasses.replace(
+        BASELINE,
+        state=dataclasses.replace(
+            state(ALPHA), install_config={"timezone": "UTC", "gateway.multiplex_profiles": True},
+            root_only=frozenset({"config:gateway.multiplex_profiles", "env:API_SERVER_KEY"}),
+        ),
+        observed=dataclasses.replace(
+            BASELINE.observed, env_values={"": {"API_SERVER_KEY": "k" * 32, "PEER_KEY": "p" * 20}},
+            secret_keys={"": frozenset({"API_SERVER_KEY", "PEER_KEY"})},
+        ),
+    )  # fmt: skip
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    install = {f.field for c in plan.changes if c.kind is Kind.INSTALL for f in c.fields}
+    alpha = {f.field for c in plan.changes if c.name == "alpha" for f in c.fields}
+    assert {"config:gateway.multiplex_profiles", "env:API_SERVER_KEY", "env:PEER_KEY", "config:timezone"} <= install
+    assert {"config:timezone", "env:PEER_KEY"} <= alpha
+    assert not alpha & {"config:gateway.multiplex_profiles", "env:API_SERVER_KEY"}
+
+
 def test_a_seat_says_what_it_needs() -> None:
     """Seat fields: a new room's remote member is invited and registered; an existing one is
     re-seated when its route needs reauthorization or this fleet's grant ends within a week."""

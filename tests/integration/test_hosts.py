@@ -66,3 +66,57 @@ def test_a_home_inside_the_manifest_folder_is_never_read_as_manifests(tmp_path):
     assert (home / "profiles" / "x" / "profile.yaml").is_file()
     again = hermes_fleet("plan", "-R", "-f", fleet_dir, "--home", home, "--detailed-exitcode")
     assert again.code == 0, again.text
+
+
+def _slices(tmp_path, text, name):
+    from controller.manifests import desired, reading
+
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "fleet.yaml").write_text(textwrap.dedent(text), encoding="utf-8")
+    result = reading.load_paths([str(folder)], recursive=False, fleet=None)
+    assert result.state is not None, [d.render() for d in result.errors]
+    return {host: desired.for_host(result.state, host) for host in ("alpha", "beta")}
+
+
+def test_a_slice_digest_moves_only_with_that_machines_slice(tmp_path):
+    base = _slices(tmp_path, FLEET, "base")
+    elsewhere = {
+        "alpha bot": FLEET.replace("{name: a, host: alpha}", "{name: a, host: alpha, title: Renamed}"),
+        "alpha room": FLEET.replace(
+            "{name: R, members: [a, c], host: alpha}", "{name: R, members: [a, c], host: alpha, who_answers: auto}"
+        ),
+        "alpha peer": FLEET.replace('url: "https://beta:8642"', 'url: "https://beta:9000"'),
+        "alpha section": FLEET.replace(
+            "  bots:\n    - {name: a, host: alpha}", "  sections: [{name: A}]\n  bots:\n    - {name: a, host: alpha, section: A}"
+        ),
+    }
+    for what, text in elsewhere.items():
+        assert text != FLEET, what
+        changed = _slices(tmp_path, text, what.replace(" ", "-"))
+        assert changed["beta"].digest == base["beta"].digest, f"{what} moved beta's digest"
+        assert changed["alpha"].digest != base["alpha"].digest, f"{what} did not move alpha's digest"
+    everywhere = {
+        "shared bot": FLEET.replace("{name: c}", "{name: c, title: Shared}"),
+        "install-wide": FLEET.replace("spec:\n", "spec:\n  config: {timezone: Europe/Berlin}\n", 1),
+    }
+    for what, text in everywhere.items():
+        assert text != FLEET, what
+        changed = _slices(tmp_path, text, what.replace(" ", "-"))
+        assert all(changed[h].digest != base[h].digest for h in ("alpha", "beta")), what
+
+
+def test_an_edited_avatar_image_moves_the_digest_though_its_path_stays(tmp_path):
+    from controller.manifests import reading
+
+    (tmp_path / "fleet.yaml").write_text(
+        "apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: pics}\nspec: {bots: [{name: x, avatar: {image: x.png}}]}\n",
+        encoding="utf-8",
+    )
+    digests = []
+    for body in (b"one", b"two"):
+        (tmp_path / "x.png").write_bytes(b"\x89PNG\r\n\x1a\n" + body)
+        state = reading.load_paths([str(tmp_path / "fleet.yaml")], recursive=False, fleet=None).state
+        assert state is not None
+        digests.append(state.digest)
+    assert digests[0] != digests[1]

@@ -128,7 +128,7 @@ def test_examples_readme_runs_as_written(tmp_path):
         proc = shell.must(command)
         if "--detailed-exitcode" in command:
             assert "No changes" in proc.stdout
-        if command.startswith("hermes-fleet validate -f examples ") or command == "hermes-fleet validate -f examples":
+        if command.startswith("hermes-fleet validate -f examples/minimal examples/team"):
             assert "valid: 2 fleet(s), 2 valid, 0 invalid" in proc.stdout
     assert not (tmp_path / "home" / "demo-hermes").exists()  # the last command removed the scratch homes
     assert not (tmp_path / "home" / ".hermes").exists()  # nothing touched the default home

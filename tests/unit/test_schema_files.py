@@ -66,6 +66,10 @@ def test_write_all_produces_what_rendered_files_says(tmp_path: Path) -> None:
     assert {p.name: p.read_text(encoding="utf-8") for p in written} == schema.rendered_files()
 
 
+def _is_manifest(path: Path) -> bool:
+    return "apiVersion: hermes-fleet/" in path.read_text(encoding="utf-8")
+
+
 def examples() -> list[Path]:
     """Each file directly in examples/ is one example; each sub-folder (read with -R) is another."""
     if not EXAMPLES.is_dir():
@@ -75,7 +79,8 @@ def examples() -> list[Path]:
         if entry.name.startswith("."):
             continue
         manifest = entry.is_file() and entry.suffix in (".yaml", ".yml")
-        if manifest or (entry.is_dir() and any(p.suffix in (".yaml", ".yml") for p in entry.rglob("*"))):
+        # A folder of other YAML (examples/monitoring: Prometheus files) is no fleet example.
+        if manifest or (entry.is_dir() and any(p.suffix in (".yaml", ".yml") and _is_manifest(p) for p in entry.rglob("*"))):
             out.append(entry)
     return out
 

@@ -168,15 +168,31 @@ class Watch:
                 stream.close()
 
 
-def http_get(port: int, path: str) -> tuple[int, str, str]:
-    """GET on 127.0.0.1 (http.client: no proxy settings apply); status, content type, body."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+def http_get(port: int, path: str, headers: dict[str, str] | None = None, host: str = "127.0.0.1") -> tuple[int, str, str]:
+    """GET (http.client: no proxy settings apply); status, content type, body."""
+    conn = http.client.HTTPConnection(host, port, timeout=5)
     try:
-        conn.request("GET", path)
+        conn.request("GET", path, headers=headers or {})
         response = conn.getresponse()
         return response.status, response.getheader("Content-Type") or "", response.read().decode()
     finally:
         conn.close()
+
+
+def samples(body: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """A /metrics body parsed by the Prometheus client library's own parser: (name, labels) -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        (s.name, frozenset(s.labels.items())): s.value for family in text_string_to_metric_families(body) for s in family.samples
+    }
+
+
+def sample(body: str, name: str, **labels: str) -> float | None:
+    """The value of the one sample `name` whose labels include `labels` (None when there is none)."""
+    found = [v for (n, have), v in samples(body).items() if n == name and set(labels.items()) <= have]
+    assert len(found) <= 1, f"{name} {labels}: {len(found)} samples"
+    return found[0] if found else None
 
 
 def fleet_doc(bots: list[dict[str, Any]], *, fleet: str = "acme") -> str:

@@ -19,7 +19,7 @@ import pytest
 
 from controller.adapters import webhooks
 from tests.integration.helpers import hermes_fleet
-from tests.watch.harness import fleet_doc, http_get
+from tests.watch.harness import fleet_doc, http_get, sample
 
 TOKEN = "T0KEN-hooks-9f8e7d6c"
 
@@ -304,9 +304,10 @@ def test_health_reaches_metrics(spawn, manifests: Path, home: Path) -> None:
             break
         time.sleep(0.1)
     assert status == 200
-    assert 'hermes_fleet_gateway_up{bot="alpha"} 0' in body
-    assert 'hermes_fleet_health_findings{code="gateway-down"} 1' in body  # alpha has a routine and no gateway
-    assert 'hermes_fleet_health_findings{code="credentials-missing"} 2' in body
-    assert 'hermes_fleet_health_findings{code="routine-failed"} 0' in body
-    assert 'hermes_fleet_routines_failed{bot="alpha"} 0' in body
-    assert 'hermes_fleet_credentials_missing{bot="beta"} 1' in body
+    assert sample(body, "hermes_fleet_gateway_up", bot="alpha") == 0
+    assert sample(body, "hermes_fleet_health_findings", code="gateway-down") == 1  # alpha has a routine and no gateway
+    assert sample(body, "hermes_fleet_health_findings", code="credentials-missing") == 2
+    assert sample(body, "hermes_fleet_health_findings", code="routine-failed") == 0
+    assert sample(body, "hermes_fleet_routines_failed", bot="alpha") == 0
+    assert sample(body, "hermes_fleet_credentials_missing", bot="beta") == 1
+    assert sample(body, "hermes_fleet_gateway_up", bot="alpha", fleet="acme") == 0, "health samples carry the fleet label"

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from tests.integration.helpers import snapshot
-from tests.watch.harness import http_get, read_status, title, write_fleet
+from tests.watch.harness import http_get, read_status, sample, title, write_fleet
 
 
 def _without_status(tree: dict[str, tuple[object, ...]]) -> dict[str, tuple[object, ...]]:
@@ -162,7 +162,7 @@ def test_a_broken_manifest_stalls_without_touching_anything_and_recovers(spawn, 
     assert again["result"] == "stalled" and "waiting for the source to change" in again["message"]
     code, _, body = http_get(port, "/healthz")
     assert code == 503 and '"unhealthy"' in body and "stalled" in body
-    assert "hermes_fleet_stalled 1" in http_get(port, "/metrics")[2]
+    assert sample(http_get(port, "/metrics")[2], "hermes_fleet_stalled") == 1
     assert _without_status(snapshot(home)) == before, "a stalled run must not write to the home"
     assert title(home, "alpha") == "Good"
 
@@ -176,7 +176,7 @@ def test_a_broken_manifest_stalls_without_touching_anything_and_recovers(spawn, 
     assert fixed["result"] == "applied" and fixed["changed"] == 2, watch.transcript()
     assert title(home, "alpha") == "Fixed" and (home / "profiles" / "gamma").is_dir()
     assert http_get(port, "/healthz")[0] == 200
-    assert "hermes_fleet_stalled 0" in http_get(port, "/metrics")[2]
+    assert sample(http_get(port, "/metrics")[2], "hermes_fleet_stalled") == 0
     assert watch.stop() == 0
 
 

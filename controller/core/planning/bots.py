@@ -61,15 +61,16 @@ def bot_desired(state: DesiredState, obs: Observed, bot: DesiredBot) -> BotDesir
     secret_keys = set(obs.secret_keys.get(bot.name, frozenset()))
     inherited: set[str] = set()
     if bot.name != DEFAULT_PROFILE:
+        # Root-only fields (a peer's accepting side: one API server per machine) stay in the root.
         for key, value in state.install_config.items():
-            if not _overridden(key, bot.config):
+            if not _overridden(key, bot.config) and f"config:{key}" not in state.root_only:
                 config[key] = value
                 inherited.add(f"config:{key}")
         for key, value in obs.env_values.get("", {}).items():
-            if key not in bot.env:
+            if key not in bot.env and f"env:{key}" not in state.root_only:
                 env[key] = value
                 inherited.add(f"env:{key}")
-        secret_keys |= {k for k in obs.secret_keys.get("", frozenset()) if k not in bot.env}
+        secret_keys |= {k for k in obs.secret_keys.get("", frozenset()) if k not in bot.env and f"env:{k}" not in state.root_only}
     fields = desired_fields(bot, env, obs.avatars.get(bot.name), config=config)
     return BotDesired(fields, frozenset(secret_keys), frozenset(inherited))
 
@@ -232,7 +233,8 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
         return change(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
     if bot.name in obs.secret_errors:
         return change(Action.ERROR, Reason.SECRET_UNAVAILABLE, obs.secret_errors[bot.name])
-    if "" in obs.secret_errors and bot.name != DEFAULT_PROFILE and set(inputs.state.install_env) - set(bot.env):
+    inherits = {k for k in inputs.state.install_env if f"env:{k}" not in inputs.state.root_only}
+    if "" in obs.secret_errors and bot.name != DEFAULT_PROFILE and inherits - set(bot.env):
         # Planned without the missing key, the bot would lose it: it waits for the secret instead.
         return change(Action.ERROR, Reason.SECRET_UNAVAILABLE, f"inherits install-wide {obs.secret_errors['']}")
     want = bot_desired(inputs.state, obs, bot)

@@ -33,11 +33,17 @@ def plan_notes(inputs: Inputs) -> list[str]:
         if inert:
             notes.append(f"no effect on Hermes {version} (Bot Mode settings are read only by a newer Hermes): {', '.join(inert)}")
     inheriting = [name for name in state.bots if name != DEFAULT_PROFILE]
-    shared = sorted(state.install_config) + sorted(f"env:{k}" for k in state.install_env)
+    shared = sorted(k for k in state.install_config if f"config:{k}" not in state.root_only)
+    shared += sorted(f"env:{k}" for k in state.install_env if f"env:{k}" not in state.root_only)
     if inheriting and shared:
         notes.append(
             f"install-wide settings are written into each of {len(inheriting)} bot(s) as well as the root (a bot reads only "
             f"its own profile; its own value wins): {', '.join(shared)}"
+        )
+    if "env:API_SERVER_KEY" in state.root_only:
+        notes.append(
+            "this machine accepts a peer: its gateway reads the API server settings (root .env API_SERVER_*) when it "
+            "starts, so restart the gateway after they change (`hermes gateway restart`)"
         )
     notes += _managed_scope_notes(inputs)
     for room in state.rooms.values():

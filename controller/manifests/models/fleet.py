@@ -43,15 +43,36 @@ class RoomSpec(Strict):
     )
 
 
+class PeerAccept(Strict):
+    """The machine of this fleet whose gateway the peer URL reaches: it gets the API server and key."""
+
+    host: HostName = Field(description="The fleet machine (as in Bot.host) that accepts this peer's messages.")
+    bind: NonEmpty = Field(
+        default="0.0.0.0",
+        description="API_SERVER_HOST: the address its API server listens on (default 0.0.0.0, every interface).",
+    )
+    port: int | None = Field(default=None, ge=1, le=65535, description="API_SERVER_PORT; default: the port of the peer's url.")
+    profiles: bool = Field(
+        default=True,
+        description="gateway.multiplex_profiles: one gateway serves every bot, so 'peer/<bot>' reaches that bot.",
+    )
+
+
 class PeerSpec(Strict):
     """A peer's settings (everything but its name)."""
 
     url: NonEmpty = Field(description="The peer gateway's base URL, http:// or https://.")
     host: HostName | None = Field(
-        default=None, description="Only this machine registers the peer (see Bot.host); default: every machine."
+        default=None,
+        description="Only this machine registers the peer (see Bot.host); default: every machine (but the accepting one).",
     )
     key: SecretRef | None = Field(default=None, description="The peer's key, by reference only.")
     note: str | None = None
+    accept: PeerAccept | None = Field(
+        default=None,
+        description="When the peer is a machine of this fleet: configure its accepting side too "
+        "(API server and the same key), from this one declaration.",
+    )
 
 
 class Section(SectionSpec):
