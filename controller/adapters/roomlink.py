@@ -15,13 +15,13 @@ and a grant is never stored (only its sha256 fingerprint, which the gateway also
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from controller.errors import ControllerError
+from controller.hermes.urls import clear_text_allowed
 
 DEFAULT_TIMEOUT = 10.0
 
@@ -48,25 +48,6 @@ class Invitation:
     def endpoint(self) -> Mapping[str, Any]:
         endpoint = self.catalog.get("endpoint")
         return endpoint if isinstance(endpoint, dict) else {}
-
-
-def clear_text_allowed(url: str) -> bool:
-    """https anywhere; plain http only toward loopback (the RoomLink rule, validate_room_link_url)."""
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".").lower()
-    except ValueError:
-        return False
-    if parts.scheme == "https":
-        return True
-    if parts.scheme != "http" or not host:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _route(base: str, profile: str, path: str) -> str:

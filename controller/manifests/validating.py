@@ -28,6 +28,7 @@ from controller import bounded
 from controller.diagnostics import Diagnostic, format_path
 from controller.hermes import DEFAULT_PROFILE, image_extension, naming, schedules
 from controller.hermes.env import value_problem as env_value_problem
+from controller.hermes.urls import clear_text_allowed
 from controller.manifests import desired as d
 from controller.manifests.loading import Document
 from controller.manifests.models import (
@@ -932,7 +933,7 @@ class _Checks:
                 f"give peer {peer.name!r} a key: {{from_env: ...}}",
                 "reference",
             )
-        if not _clear_text_allowed(peer.url):
+        if not clear_text_allowed(peer.url):
             self.report.error(
                 where,
                 f"remote member {member!r}: peer {peer.name!r} is reached over plain http ({peer.url}); seating a member "
@@ -1133,25 +1134,3 @@ def _install_config(policy: PolicySpec, peers: list[Peer]) -> dict[str, Any]:
     if policy.config:
         out.update(d.flatten(policy.config))
     return out
-
-
-def _clear_text_allowed(url: str) -> bool:
-    """RoomLink's rule for a URL that carries credentials: https, or plain http toward loopback."""
-    import ipaddress
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".").lower()
-    except ValueError:
-        return False
-    if parts.scheme == "https":
-        return True
-    if parts.scheme != "http" or not host:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
