@@ -13,13 +13,13 @@ import contextlib
 import fcntl
 import json
 import os
-import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from controller.adapters import fsio
+from controller.adapters.locking import flock_within
 from controller.errors import ConflictError, HermesStateError
 
 LOCK_TIMEOUT = 30.0  # Hermes itself waits this long for .jobs.lock
@@ -70,20 +70,17 @@ def locked(profile_dir: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None
     except OSError as exc:
         raise fsio.state_error(exc, "open the cron lock", cron / ".jobs.lock") from exc
     with handle:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ConflictError(
-                        f"{cron / '.jobs.lock'} is held by another writer for over {timeout:.0f} s",
-                        hint="a Hermes process may be stuck; try again later",
-                    ) from None
-                time.sleep(POLL)
-            except OSError as exc:  # e.g. ENOLCK: a file system without locks
-                raise fsio.state_error(exc, "lock", cron / ".jobs.lock") from exc
+        lock = cron / ".jobs.lock"
+        flock_within(
+            handle.fileno(),
+            lock,
+            timeout,
+            lambda: ConflictError(
+                f"{lock} is held by another writer for over {timeout:.0f} s",
+                hint="a Hermes process may be stuck; try again later",
+            ),
+            poll=POLL,
+        )
         try:
             yield
         finally:

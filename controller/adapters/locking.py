@@ -13,13 +13,13 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from controller import bounded
 from controller.adapters import fsio
 from controller.adapters.home import check_state_path, state_dir
-from controller.errors import LockHeld
+from controller.errors import ControllerError, LockHeld
 
 POLL_SECONDS = 0.1
 
@@ -30,26 +30,39 @@ def apply_lock(root: Path, *, timeout: float, purpose: str = "apply") -> Iterato
     path = folder / "apply.lock"
     fd = open_lock_file(root, path)
     try:
-        deadline = time.monotonic() + max(timeout, 0.0)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockHeld(
-                        f"another hermes-fleet run holds the lock on {root} ({_holder(path)})",
-                        hint="wait for it to finish, or raise --lock-timeout",
-                    ) from None
-                time.sleep(POLL_SECONDS)
-            except OSError as exc:  # e.g. ENOLCK: a file system without locks
-                raise fsio.state_error(exc, "lock", path) from exc
+        flock_within(
+            fd,
+            path,
+            timeout,
+            lambda: LockHeld(
+                f"another hermes-fleet run holds the lock on {root} ({_holder(path)})",
+                hint="wait for it to finish, or raise --lock-timeout",
+            ),
+        )
         with fsio.mapped("write the lock file", path):
             os.ftruncate(fd, 0)
             os.write(fd, json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}).encode())
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+def flock_within(
+    fd: int, path: Path, timeout: float, timed_out: Callable[[], ControllerError], poll: float = POLL_SECONDS
+) -> None:
+    """Take an exclusive flock on `fd`, polling for up to `timeout` seconds; then raise `timed_out()`.
+    A file system without locks (ENOLCK) or another OSError is a HermesStateError naming `path`."""
+    deadline = time.monotonic() + max(timeout, 0.0)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise timed_out() from None
+            time.sleep(poll)
+        except OSError as exc:
+            raise fsio.state_error(exc, "lock", path) from exc
 
 
 def open_lock_file(root: Path, path: Path) -> int:
