@@ -128,7 +128,8 @@ def who() -> str:
 def git_revision(paths: list[str]) -> tuple[str, bool] | None:
     """(commit, dirty) when every manifest file lies in one git work tree, else None.
 
-    `dirty`: a manifest file differs from that commit (edited, or not committed yet). Only reads.
+    `dirty`: a file in the manifests' folders (a manifest, a soul_file, an image) differs from that
+    commit: edited, or not committed yet. Only reads.
     """
     real = [Path(p).resolve() for p in paths if p != "-"]
     if not real or len(real) != len(paths):
@@ -142,7 +143,7 @@ def git_revision(paths: list[str]) -> tuple[str, bool] | None:
     commit = _git(Path(top), "rev-parse", "--verify", "-q", "HEAD")
     if not commit:
         return None
-    status = _git(Path(top), "status", "--porcelain", "--", *map(str, real))
+    status = _git(Path(top), "status", "--porcelain", "--", *sorted(map(str, folders)))
     return commit, bool(status)
 
 
@@ -178,7 +179,10 @@ def keep_replaced(root: Path, stamp: str, path: Path) -> Path | None:
     target = run_dir / Path(path).relative_to(root)
     check_state_path(root, replaced_dir(root))
     fresh = not run_dir.exists()
-    fsio.make_dirs(target.parent, mode=0o700)
+    folder = replaced_dir(root)
+    for part in target.parent.relative_to(folder).parts:  # each level 0700 (mkdir -p gives parents 0777)
+        folder = folder / part
+        fsio.make_dirs(folder, mode=0o700)
     fsio.atomic_write_bytes(target, data, mode=0o600)
     if fresh:
         trim_replaced(root, keep_limit(REPLACED_KEEP_ENV, REPLACED_KEEP))
