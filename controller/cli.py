@@ -80,7 +80,7 @@ def duration(text: str) -> float:
 
 
 def _completer(what: str) -> Callable[..., list[str]]:
-    """Names for shell completion (bot, fleet, host, backup), read only when a shell asks."""
+    """Names for shell completion (bot, fleet, host, backup, entry), read only when a shell asks."""
 
     def complete(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
         from controller.verbs import completion
@@ -366,7 +366,7 @@ def setup_history(p: argparse.ArgumentParser) -> None:
         "<home>/.hermes-fleet/history/<fleet>/ (the newest $HERMES_FLEET_HISTORY_KEEP, default 50)."
     )
     p.add_argument("action", nargs="?", choices=("list", "show"), default="list", help="list (default) or show N")
-    p.add_argument("number", nargs="?", type=int, metavar="N", help="the entry to show")
+    _names(p.add_argument("number", nargs="?", type=int, metavar="N", help="the entry to show"), "entry")
     _add_home_arg(p)
     _names(p.add_argument("--fleet", metavar="NAME", help="the fleet (default: the one fleet with a history)"), "fleet")
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
@@ -378,7 +378,10 @@ def setup_rollback(p: argparse.ArgumentParser) -> None:
         "other manifests cleanly), with apply's guards: the lock, --dry-run, and --yes before anything is deleted. "
         "Secrets are resolved from their references now."
     )
-    p.add_argument("--to", type=int, metavar="N", help="the history entry to go back to (see `hermes-fleet history`)")
+    _names(
+        p.add_argument("--to", type=int, metavar="N", help="the history entry to go back to (see `hermes-fleet history`)"),
+        "entry",
+    )
     _add_home_arg(p)
     _names(p.add_argument("--fleet", metavar="NAME", help="the fleet (default: the one fleet with a history)"), "fleet")
     _add_host_arg(p)
