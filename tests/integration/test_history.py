@@ -358,3 +358,35 @@ def test_a_kill_while_the_history_entry_is_written_keeps_the_earlier_ones(home: 
     assert again.code == 0, again.text
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
     assert [e["seq"] for e in history_json(home)["entries"]] == [1, 2]
+
+
+def test_rollback_reads_a_from_file_secret_from_the_manifests_folder(home: Path, tmp_path: Path) -> None:
+    a_dir = tmp_path / "a"
+    a_dir.mkdir()
+    (a_dir / "token.txt").write_text("tok-FILE-one\n")
+    a = write_fleet(a_dir, [{"name": "alpha", "env": {"API_TOKEN": {"from_file": "token.txt"}}}])
+    b = write_fleet(tmp_path / "b", [{"name": "alpha"}])
+    assert apply(a, home).code == 0
+    assert apply(b, home).code == 0
+    assert "API_TOKEN" not in (profile(home, "alpha") / ".env").read_text()
+    (a_dir / "token.txt").write_text("tok-FILE-two\n")  # rotated since entry 1
+    run = hermes_fleet("rollback", "--home", home)
+    assert run.code == 0, run.text
+    assert "API_TOKEN=tok-FILE-two" in (profile(home, "alpha") / ".env").read_text()
+    assert "tok-FILE" not in run.text and "tok-FILE" not in all_text_under(home / ".hermes-fleet" / "history")
+    (a_dir / "token.txt").unlink()
+    assert hermes_fleet("rollback", "--to", "2", "--home", home).code == 0
+    before = snapshot(home)
+    gone = hermes_fleet("rollback", "--to", "1", "--home", home)
+    assert gone.code == 1 and "token.txt" in gone.err and "nothing was changed" in gone.err, gone.text
+    assert snapshot(home) == before
+
+
+def test_a_refused_apply_records_nothing(home: Path, tmp_path: Path) -> None:
+    a = fleet_a(tmp_path / "a")
+    assert apply(a, home).code == 0
+    other = write_fleet(tmp_path / "o", [{"name": "alpha"}], fleet="other")
+    refused = apply(other, home)
+    assert refused.code == 3, refused.text
+    assert [p.name for p in history_files(home)] == ["000001.json"]
+    assert not (home / ".hermes-fleet" / "history" / "other").exists()
