@@ -24,7 +24,7 @@ from typing import Any
 from controller import bounded
 from controller.adapters import history as store
 from controller.core.types import Action
-from controller.errors import ExitCode, UsageError
+from controller.errors import ExitCode, HermesStateError, UsageError
 from controller.manifests import loading, validating
 from controller.manifests.validating import MAX_IMAGE_BYTES, MAX_SOUL_BYTES
 
@@ -186,9 +186,15 @@ def pick_fleet(root: Path, fleet: str | None) -> str:
 
 
 def entries(root: Path, fleet: str) -> list[dict[str, Any]]:
-    out = []
+    """Every kept entry, oldest first; one that cannot be read is `{seq, unreadable: why}` (the
+    others stay usable; `rollback` never picks it)."""
+    out: list[dict[str, Any]] = []
     for seq in store.sequence_numbers(root, fleet):
-        entry = store.read(root, fleet, seq)
+        try:
+            entry = store.read(root, fleet, seq)
+        except HermesStateError as exc:
+            out.append({"seq": seq, "unreadable": str(exc)})
+            continue
         if entry is not None:
             out.append(entry)
     return out
@@ -208,9 +214,12 @@ def rollback_target(all_entries: list[dict[str, Any]]) -> dict[str, Any]:
     converged to other manifests than the latest entry did."""
     if not all_entries:
         raise UsageError("there is no apply history to roll back to", hint="apply records one entry per run")
-    latest = all_entries[-1]
+    readable = [e for e in all_entries if "unreadable" not in e]
+    if not readable:
+        raise UsageError("no history entry can be read", hint="see `hermes-fleet history`")
+    latest = readable[-1]
     want = latest.get("desired", {}).get("fingerprint")
-    for candidate in reversed(all_entries[:-1]):
+    for candidate in reversed(readable[:-1]):
         if candidate.get("exit") == 0 and candidate.get("desired", {}).get("fingerprint") != want:
             return candidate
     raise UsageError(

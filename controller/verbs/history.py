@@ -42,11 +42,16 @@ def cmd_history(args: argparse.Namespace) -> int:
         _json(args, "history", home=str(root), fleet=fleet, entries=[_brief(e) for e in entries])
         return ExitCode.OK
     reporting.write(list_text(fleet, entries))
+    for e in entries:
+        if "unreadable" in e:
+            print(f"hermes-fleet: warning: {e['unreadable']}", file=sys.stderr)
     return ExitCode.OK
 
 
 def _brief(entry: dict[str, Any]) -> dict[str, Any]:
     """An entry without its documents (`history show N -o json` has them)."""
+    if "unreadable" in entry:
+        return entry
     desired_part = {k: v for k, v in (entry.get("desired") or {}).items() if k != "documents"}
     return {**{k: v for k, v in entry.items() if k != "desired"}, "desired": {**desired_part, **summary(entry)}}
 
@@ -74,6 +79,9 @@ def list_text(fleet: str, entries: list[dict[str, Any]]) -> str:
     header = ("#", "WHEN", "WHO", "COMMAND", "SOURCE", "CREATED", "CHANGED", "DELETED", "FAILED", "EXIT")
     rows = [header]
     for e in entries:
+        if "unreadable" in e:
+            rows.append((str(e["seq"]), "(unreadable)", "", "", "", "", "", "", "", ""))
+            continue
         c = _counts(e)
         rows.append(
             (

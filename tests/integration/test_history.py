@@ -390,3 +390,28 @@ def test_a_refused_apply_records_nothing(home: Path, tmp_path: Path) -> None:
     assert refused.code == 3, refused.text
     assert [p.name for p in history_files(home)] == ["000001.json"]
     assert not (home / ".hermes-fleet" / "history" / "other").exists()
+
+
+def test_a_damaged_entry_does_not_hide_the_others(two_applies: tuple[Path, Path, Path]) -> None:
+    home, _, _ = two_applies
+    assert apply(fleet_a(home.parent / "a2"), home).code == 0  # entry 3: A again
+    history_files(home)[1].write_text("{not json")  # entry 2 damaged by hand
+    listed = hermes_fleet("history", "--home", home)
+    assert listed.code == 0 and "(unreadable)" in listed.out and "warning" in listed.err, listed.text
+    entries = history_json(home)["entries"]
+    assert [e["seq"] for e in entries] == [1, 2, 3] and "unreadable" in entries[1]
+    shown = hermes_fleet("history", "show", "2", "--home", home)
+    assert shown.code == 1 and "move the file away" in shown.err and "Traceback" not in shown.text
+    # The default target skips it: nothing readable before 3 differs from A, so it says so.
+    run = hermes_fleet("rollback", "--home", home)
+    assert run.code == 2 and "--to N" in run.err, run.text
+
+
+def test_apply_json_names_its_history_entry_and_kept_copies(home: Path, tmp_path: Path) -> None:
+    a = fleet_a(tmp_path / "a")
+    first = apply(a, home, "-o", "json").json()
+    assert first["history_entry"] == 1 and first["replaced"] is None
+    (profile(home, "alpha") / "SOUL.md").write_text("by hand\n")
+    second = apply(a, home, "-o", "json").json()
+    assert second["history_entry"] == 2
+    assert (Path(second["replaced"]) / "profiles" / "alpha" / "SOUL.md").read_text() == "by hand\n"
