@@ -415,3 +415,15 @@ def test_apply_json_names_its_history_entry_and_kept_copies(home: Path, tmp_path
     second = apply(a, home, "-o", "json").json()
     assert second["history_entry"] == 2
     assert (Path(second["replaced"]) / "profiles" / "alpha" / "SOUL.md").read_text() == "by hand\n"
+
+
+def test_rollback_waits_for_the_apply_lock_and_gives_up_with_exit_3(two_applies: tuple[Path, Path, Path]) -> None:
+    from controller.adapters import locking
+
+    home, _, _ = two_applies
+    with locking.apply_lock(home, timeout=1):  # another run holds it (it writes its pid into the lock file)
+        before = snapshot(home)
+        run = hermes_fleet("rollback", "--home", home, "--yes", "--lock-timeout", "0.2")
+        assert snapshot(home) == before
+    assert run.code == 3 and "lock" in run.err, run.text
+    assert [e["seq"] for e in history_json(home)["entries"]] == [1, 2]
