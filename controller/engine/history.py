@@ -15,6 +15,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -231,6 +232,17 @@ def rollback_target(all_entries: list[dict[str, Any]]) -> dict[str, Any]:
 # --- replaying --------------------------------------------------------------------------------
 
 
+# Characters a YAML file may not hold raw (YAML 1.2, 5.1) that JSON leaves raw: escaped instead.
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\ufeff\ufffe\uffff]")
+
+
+def as_yaml_text(data: Any) -> str:
+    """`data` as text the manifest loader reads back as the same value: JSON (which is YAML), with
+    the characters YAML refuses raw (a `\\x80` a manifest wrote as an escape) written as escapes."""
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 @contextlib.contextmanager
 def replay(found: dict[str, Any]) -> Iterator[tuple[validating.ValidationResult, Snapshot]]:
     """The entry's manifests, validated again (ManifestError-free is up to the caller to check),
@@ -252,7 +264,7 @@ def replay(found: dict[str, Any]) -> Iterator[tuple[validating.ValidationResult,
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(base64.b64decode(encoded))
             source = f"{label}: {doc.get('source', '?')}"
-            text = json.dumps(doc.get("data"), indent=1, ensure_ascii=False)
+            text = as_yaml_text(doc.get("data"))
             for part in loading.parse_text(text, source=source, base_dir=folder):
                 part.secret_dir = Path(str(doc.get("folder") or folder))
                 parsed.append(part)
