@@ -34,6 +34,8 @@ JSON_KINDS = {
     "status": "status",
     "restore": "restore",
     "init": "init",
+    "history": "history",
+    "rollback": "rollback",
 }
 
 EPILOG = """exit codes: 0 success / no changes, 1 operation failed, 2 bad input (invalid manifest or
@@ -78,7 +80,7 @@ def duration(text: str) -> float:
 
 
 def _completer(what: str) -> Callable[..., list[str]]:
-    """Names for shell completion (bot, fleet, host, backup), read only when a shell asks."""
+    """Names for shell completion (bot, fleet, host, backup, entry), read only when a shell asks."""
 
     def complete(prefix: str, parsed_args: argparse.Namespace, **_: Any) -> list[str]:
         from controller.verbs import completion
@@ -358,6 +360,44 @@ def setup_restore(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
 
 
+def setup_history(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "List the applies recorded for a fleet (apply, watch, rollback), or show one. Entries are kept in "
+        "<home>/.hermes-fleet/history/<fleet>/ (the newest $HERMES_FLEET_HISTORY_KEEP, default 50)."
+    )
+    p.add_argument("action", nargs="?", choices=("list", "show"), default="list", help="list (default) or show N")
+    _names(p.add_argument("number", nargs="?", type=int, metavar="N", help="the entry to show"), "entry")
+    _add_home_arg(p)
+    _names(p.add_argument("--fleet", metavar="NAME", help="the fleet (default: the one fleet with a history)"), "fleet")
+    p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+
+
+def setup_rollback(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Apply the manifests an earlier apply converged to (default: the newest earlier entry that applied "
+        "other manifests cleanly), with apply's guards: the lock, --dry-run, and --yes before anything is deleted. "
+        "Secrets are resolved from their references now."
+    )
+    _names(
+        p.add_argument("--to", type=int, metavar="N", help="the history entry to go back to (see `hermes-fleet history`)"),
+        "entry",
+    )
+    _add_home_arg(p)
+    _names(p.add_argument("--fleet", metavar="NAME", help="the fleet (default: the one fleet with a history)"), "fleet")
+    host = p.add_argument("--host", metavar="NAME", help="apply this machine's slice (default: the slice the entry applied)")
+    _names(host, "host")
+    _add_gateway_args(p)
+    _add_hermes_version_arg(p)
+    p.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
+    p.add_argument("--yes", action="store_true", help="allow the rollback to delete bots the entry did not have (backed up)")
+    p.add_argument("--no-prune", action="store_true", help="keep bots and routines the entry did not have (as orphans)")
+    p.add_argument("--no-rooms", action="store_true", help="leave rooms out: do not ask the gateway, change no room")
+    p.add_argument(
+        "--lock-timeout", type=duration, default=10.0, metavar="DURATION", help="wait this long for another apply (default 10s)"
+    )
+    p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+
+
 COMPLETION_HELP = """Print the script that turns on tab completion for hermes-fleet (verbs, options, files, and
 the names of bots, fleets, hosts and backups). Turn it on for every new shell:
 
@@ -429,6 +469,18 @@ VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None]
         [],
         setup_watch,
         _lazy("controller.verbs.watch", "cmd_watch"),
+    ),
+    "history": (
+        "list the applies recorded for a fleet, or show one (history show N)",
+        [],
+        setup_history,
+        _lazy("controller.verbs.history", "cmd_history"),
+    ),
+    "rollback": (
+        "apply the manifests of an earlier apply again (default: the state before the latest)",
+        [],
+        setup_rollback,
+        _lazy("controller.verbs.history", "cmd_rollback"),
     ),
     "restore": (
         "bring back a bot that prune moved to a backup",

@@ -145,7 +145,7 @@ def check_inside(path: Path, own: Path, foreign: tuple[Path, ...] = (), *, owner
     )
 
 
-STATE_ENTRIES = ("inventory", "backups", "git", "apply.lock", "watch.lock", "watch-status.json")
+STATE_ENTRIES = ("inventory", "history", "replaced", "backups", "git", "apply.lock", "watch.lock", "watch-status.json")
 
 
 def check_state(root: Path) -> None:

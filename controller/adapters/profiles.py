@@ -194,8 +194,8 @@ def sweep_leftovers(root: Path, names: Collection[str]) -> list[Path]:
     """Remove what a killed hermes-fleet run left (SIGKILL, power loss; SIGTERM and SIGINT clean up
     themselves): its staging folders in `profiles/`, and its temp files (`.<name>.hf<pid>.<random>.tmp`,
     fsio) in every folder it writes: the root profile, the given profiles, `.hermes-fleet/` and
-    its inventory and backups. Only under the apply lock, and only leftovers of a dead process
-    (fsio.dead_pid); a folder that is a symlink is not entered."""
+    its inventory, backups, history and kept copies of replaced files. Only under the apply lock,
+    and only leftovers of a dead process (fsio.dead_pid); a folder that is a symlink is not entered."""
     root = Path(root)
     removed = sweep_staging(root)
     state = state_dir(root)
@@ -207,6 +207,12 @@ def sweep_leftovers(root: Path, names: Collection[str]) -> list[Path]:
     backups = state / BACKUPS_DIR
     if backups.is_dir() and not os.path.islink(backups) and not os.path.islink(state):
         folders += [Path(e.path) for e in os.scandir(backups) if e.is_dir(follow_symlinks=False)]
+    history = state / "history"  # adapters/history.py: one folder per fleet
+    if history.is_dir() and not os.path.islink(history) and not os.path.islink(state):
+        folders += [Path(e.path) for e in os.scandir(history) if e.is_dir(follow_symlinks=False)]
+    replaced = state / "replaced"  # kept copies, nested as in the home (os.walk never follows a link)
+    if replaced.is_dir() and not os.path.islink(replaced) and not os.path.islink(state):
+        folders += [Path(top) for top, _, _ in os.walk(replaced)]
     for folder in folders:
         if _no_link_below(root, folder):
             removed += fsio.sweep_temp_files(folder)

@@ -17,7 +17,7 @@ from controller.adapters import inventory as inventory_file
 from controller.adapters import locking, profiles
 from controller.core import planning
 from controller.core.types import Inputs, Options, Plan, RunResult
-from controller.engine import applying, observing, records
+from controller.engine import applying, history, observing, records
 from controller.errors import ConflictError
 from controller.manifests.desired import DesiredState
 
@@ -71,11 +71,27 @@ def apply_once(
     should_stop: Callable[[], bool] | None = None,
     gateway: gw.GatewayOptions | None = None,
     hermes_version: str | None = None,
+    snapshot: history.Snapshot | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
-    """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written."""
+    """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written.
+
+    With `snapshot` (the manifests as read), the run is recorded in the apply history: always for
+    `apply` and `rollback`, for `watch` only when it changed or failed something.
+    """
     try:
         return _apply_once(
-            root, state, files, options, lock_timeout, revision, before_apply, on_conflict, should_stop, gateway, hermes_version
+            root,
+            state,
+            files,
+            options,
+            lock_timeout,
+            revision,
+            before_apply,
+            on_conflict,
+            should_stop,
+            gateway,
+            hermes_version,
+            snapshot,
         )
     finally:
         if gateway is not None:
@@ -94,6 +110,7 @@ def _apply_once(
     should_stop: Callable[[], bool] | None,
     gateway: gw.GatewayOptions | None,
     hermes_version: str | None,
+    snapshot: history.Snapshot | None,
 ) -> tuple[Planned, applying.ApplyResult]:
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
@@ -116,6 +133,20 @@ def _apply_once(
         results = applying.apply_plan(root, planned.plan, planned.inputs, gateway=gateway, should_stop=should_stop)
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=revision)
+        if snapshot is not None and (snapshot.command != "watch" or results.outcomes or planned.plan.errors):
+            # After the inventory: a kill in between loses this one entry, never an earlier one.
+            results.history_entry = history.record(
+                root,
+                state.fleet,
+                snapshot,
+                at=inventory_file.now_iso(),
+                digest=state.digest,
+                files=files,
+                outcomes=results.outcomes,
+                errors=len(planned.plan.errors),
+                options={"prune": options.prune, "adopt": options.adopt, "yes": options.yes, "rooms": options.rooms},
+                replaced=results.replaced_dir,
+            )
     return planned, results
 
 

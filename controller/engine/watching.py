@@ -35,9 +35,9 @@ from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_edi
 from controller.core import health as health_core
 from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
 from controller.core.types import Options as PlanOptions
-from controller.engine import health, notifying, reconciling, records
+from controller.engine import health, history, notifying, reconciling, records
 from controller.errors import ConflictError, ContainmentError, ControllerError, LockHeld, SourceError, UsageError
-from controller.manifests import desired, reading
+from controller.manifests import desired, reading, validating
 from controller.redact import redact_text, redact_url
 
 STATUS_FILE = "watch-status.json"
@@ -342,7 +342,7 @@ class Reconciler:
         self.metrics.observe_slice(state.fleet, list(state.bots))
         self._configure_webhooks(state)
         try:
-            run = self._converge(now, trigger, snap, state, result.files)
+            run = self._converge(now, trigger, snap, state, result)
         except LockHeld as exc:
             return Run(now, trigger, "busy", snap.revision, state.digest, message=str(exc))
         except ConflictError as exc:
@@ -362,8 +362,11 @@ class Reconciler:
             return self.source.snapshot(allow_rewrite=self.options.allow_history_rewrite)
         return self.source.snapshot()
 
-    def _converge(self, now: str, trigger: str, snap: Snapshot, state: desired.DesiredState, files: list[str]) -> Run:
+    def _converge(
+        self, now: str, trigger: str, snap: Snapshot, state: desired.DesiredState, loaded: validating.ValidationResult
+    ) -> Run:
         opts = self.options
+        files = loaded.files
         last = records.load(self.root, state.fleet).last_apply or {}
         # The digest is this machine's slice (desired.for_host): a commit that only touches other
         # machines moves the revision but not the digest, and is planned like an interval run.
@@ -399,7 +402,16 @@ class Reconciler:
             lock_timeout=opts.lock_timeout,
             revision=snap.revision,
             should_stop=self.stop.is_set,
+            snapshot=history.snapshot(
+                loaded,
+                fleet_arg=opts.fleet,
+                host=reading.selected_host(opts.host, loaded.state) if loaded.state else None,
+                command="watch",
+                revision=snap.revision if isinstance(self.source, GitSource) else None,
+            ),
         )
+        if results.replaced_dir:
+            self.log.event("replaced_kept", files=len(results.replaced), folder=results.replaced_dir)
         self.metrics.observe_routines(_routine_health(planned))
         failed = len(results.failed) + len(planned.plan.errors)
         pruned = [o.change.key for o in results.done if o.change.action is Action.DELETE]

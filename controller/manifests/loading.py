@@ -59,6 +59,9 @@ class Document:
     node: Any = field(repr=False)
     base_dir: Path
     _index: dict[int, Any] = field(default_factory=dict, repr=False)  # big mappings' keys (see _step)
+    # Where its secret references resolve (from_file, from_command's folder), when not `base_dir`:
+    # a document replayed from the apply history keeps its original folder (engine/history.py).
+    secret_dir: Path | None = None
 
     def locate(self, loc: Iterable[object]) -> tuple[int, int]:
         """1-based (line, column) of the deepest node on the path `loc`."""

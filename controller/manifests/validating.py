@@ -96,6 +96,11 @@ class Declared:
     def base_dir(self) -> Path:
         return self.doc.base_dir
 
+    @property
+    def secret_dir(self) -> Path:
+        """Where this object's secret references resolve (Document.secret_dir)."""
+        return self.doc.secret_dir or self.doc.base_dir
+
 
 @dataclass
 class Gathered:
@@ -115,6 +120,7 @@ class ValidationResult:
     state: d.DesiredState | None
     files: list[str]
     documents: int
+    loaded: list[Document] = field(default_factory=list)  # the documents as read (for the apply history)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -175,7 +181,8 @@ def validate(
         if any(x.severity == "error" for x in report.items):  # _build_state found a conflict
             state = None
     diagnostics = sorted(report.items, key=lambda x: (x.file, x.line, x.column))
-    return ValidationResult(diagnostics, state, files or sorted({doc.source for doc in documents}), len(documents))
+    files = files or sorted({doc.source for doc in documents})
+    return ValidationResult(diagnostics, state, files, len(documents), list(documents))
 
 
 # --- pass 1: envelope and schema ------------------------------------------------------------
@@ -584,7 +591,7 @@ class _Checks:
                     "secret_literal",
                 )
             elif isinstance(value, SecretRef):
-                self.check_from_file(item.at(*prefix, "env", key, "from_file"), item.base_dir, value)
+                self.check_from_file(item.at(*prefix, "env", key, "from_file"), item.secret_dir, value)
             else:
                 self.check_env_literal(item.at(*prefix, "env", key), key, value)
         for name, server in (settings.mcp_servers or {}).items():
@@ -595,7 +602,8 @@ class _Checks:
             for block in ("env", "headers"):
                 for key, value in (getattr(server, block) or {}).items():
                     if isinstance(value, SecretRef):
-                        self.check_from_file(item.at(*prefix, "mcp_servers", name, block, key, "from_file"), item.base_dir, value)
+                        where = item.at(*prefix, "mcp_servers", name, block, key, "from_file")
+                        self.check_from_file(where, item.secret_dir, value)
                     if naming.is_secret_key(key) and not isinstance(value, SecretRef):
                         self.report.error(
                             item.at(*prefix, "mcp_servers", name, block, key),
@@ -961,7 +969,7 @@ class _Checks:
             )
         self.check_url_credentials(item.at("url"), url, "give the peer's credential as key: {from_env: NAME}")
         if peer.key is not None:
-            self.check_from_file(item.at("key", "from_file"), item.base_dir, peer.key)
+            self.check_from_file(item.at("key", "from_file"), item.secret_dir, peer.key)
 
         if peer.accept is not None:
             self.check_accept(item)
@@ -1052,7 +1060,7 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
                 "config_conflict",
             )
     install_env = {
-        naming.peer_env_key(x.obj.name): d.EnvEntry(ref=x.obj.key, base_dir=str(x.base_dir))
+        naming.peer_env_key(x.obj.name): d.EnvEntry(ref=x.obj.key, base_dir=str(x.secret_dir))
         for x in g.peers
         if x.obj.key is not None
     }
@@ -1061,7 +1069,7 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         if any(w.name == hook.name for w in webhooks):
             report.error(g.policies[0].at("notifications", i, "name"), f"two webhooks are named {hook.name!r}", "", "duplicate")
             continue
-        base = str(g.policies[0].base_dir)
+        base = str(g.policies[0].secret_dir)
         events = frozenset(hook.events) if hook.events is not None else None
         webhooks.append(d.DesiredWebhook(hook.name, d.EnvEntry(ref=hook.url, base_dir=base), hook.format, events, hook.timeout))
     state = d.DesiredState(
@@ -1081,7 +1089,7 @@ def _desired_bot(
     item: Declared, fleet: str, defaults: BotDefaults | None, sections: dict[str, Section], routines: list[Routine]
 ) -> d.DesiredBot:
     bot = d.merged_with_defaults(item.obj, defaults)
-    base = str(item.base_dir)
+    base = str(item.secret_dir)
     soul = bot.soul
     if bot.soul_file is not None:
         # Checked by check_file already; read bounded again, newlines as text mode reads them.

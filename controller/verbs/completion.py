@@ -4,7 +4,7 @@ argcomplete (docs/cli.md, "Shell completion") walks the same argparse parser the
 verbs, options, choices and paths complete in all three shells without a second description of
 the command line. The completers below add names only the data knows: bots, fleets and hosts
 declared in the manifests of `-f` (or of `fleet/` in the current folder when the verb has no
-`-f`), the home's profiles and fleets, and `restore`'s backups. They never raise: a completion
+`-f`), the home's profiles and fleets, `restore`'s backups and the apply history's entry numbers. They never raise: a completion
 that cannot read something offers less.
 """
 
@@ -29,7 +29,7 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 
 def complete(what: str, prefix: str, parsed_args: argparse.Namespace) -> list[str]:
-    """Names of kind `what` (bot, fleet, host, backup) that start with `prefix`."""
+    """Names of kind `what` (bot, fleet, host, backup, entry) that start with `prefix`."""
     try:
         names = _NAMES[what](parsed_args)
     except Exception:  # a completion must never print a traceback into the shell
@@ -97,4 +97,15 @@ def _backups(parsed_args: argparse.Namespace) -> list[str]:
     return [b.path.name for b in profiles.list_backups(_home(parsed_args))]
 
 
-_NAMES = {"bot": _bots, "fleet": _fleets, "host": _hosts, "backup": _backups}
+def _entries(parsed_args: argparse.Namespace) -> list[str]:
+    """The apply history's entry numbers (`rollback --to`, `history show`), newest first."""
+    from controller.adapters import history
+
+    root = _home(parsed_args)
+    fleets = [parsed_args.fleet] if getattr(parsed_args, "fleet", None) else history.fleets(root)
+    if len(fleets) != 1:
+        return []
+    return [str(n) for n in reversed(history.sequence_numbers(root, fleets[0]))]
+
+
+_NAMES = {"bot": _bots, "fleet": _fleets, "host": _hosts, "backup": _backups, "entry": _entries}

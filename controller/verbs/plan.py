@@ -9,10 +9,11 @@ from controller.adapters import webhooks
 from controller.adapters.home import resolve_root
 from controller.core import insights as plan_insights
 from controller.core.types import Action, Plan
-from controller.engine import notifying, reconciling
+from controller.engine import history, notifying, reconciling
 from controller.engine.applying import ApplyResult
 from controller.engine.reconciling import Planned
 from controller.errors import ConflictError, ExitCode
+from controller.manifests import reading
 from controller.manifests.desired import DesiredState
 from controller.verbs import common, reporting
 
@@ -90,6 +91,16 @@ def notify(state: DesiredState, events: list[webhooks.Event]) -> None:
     notifier.close(timeout=NOTIFY_TIMEOUT)
 
 
+def report_kept(results: ApplyResult) -> None:
+    """Name the folder holding what hand-edited files held before this apply overwrote them."""
+    if results.replaced_dir:
+        print(
+            f"hermes-fleet: {len(results.replaced)} hand-edited file(s) were overwritten; what they held is kept in "
+            f"{results.replaced_dir} (docs/cli.md#replaced-content)",
+            file=sys.stderr,
+        )
+
+
 def cmd_apply(args: argparse.Namespace) -> int:
     if args.dry_run:
         planned = make_plan(args)
@@ -104,6 +115,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             render_plan(planned, args)
 
     root = resolve_root(args.home)
+    snapshot = history.snapshot(result, fleet_arg=args.fleet, host=reading.selected_host(args.host, result.state))
     try:
         planned, results = reconciling.apply_once(
             root,
@@ -115,6 +127,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             on_conflict=lambda p: render_plan(p, args, kind="apply"),
             gateway=common.gateway_options(args),
             hermes_version=args.hermes_version,
+            snapshot=snapshot,
         )
     except ConflictError as exc:
         if getattr(args, "notify", False):
@@ -131,6 +144,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         )
     else:
         render_plan(planned, args, results=results, kind="apply")
+    report_kept(results)
     if results.failed or plan.errors:
         if plan.errors and text_mode:
             for change in plan.errors:

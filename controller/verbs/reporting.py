@@ -374,6 +374,8 @@ def plan_json(
         ]
         payload["summary"]["failed"] = len(results.failed)
         payload["swept"] = results.swept
+        payload["history_entry"] = results.history_entry
+        payload["replaced"] = results.replaced_dir
     if insights is not None:
         payload["insights"] = insights.to_json()
     return json.dumps(payload, indent=2, default=str) + "\n"

@@ -98,3 +98,21 @@ def test_under_a_profile_the_home_is_still_the_hermes_root(plugin_hermes, tmp_pa
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert (plugin_hermes.root / "profiles" / "scout" / "profile.yaml").is_file()
     assert not (plugin_hermes.root / "profiles" / "ops" / "profiles").exists()
+
+
+def test_hermes_apply_is_recorded_in_the_history(plugin_hermes, tmp_path):
+    """`hermes apply` goes through the same apply: one history entry, which `hermes fleet` lists."""
+    has_history = subprocess.run(
+        [str(plugin_hermes.python_bin), "-c", "import controller.verbs.history"], capture_output=True, cwd=tmp_path
+    )
+    if has_history.returncode != 0:
+        pytest.skip("the hermes-fleet in the Hermes venv predates history (scripts/test installs this checkout)")
+    import json
+
+    fleet = _write(tmp_path, FLEET)
+    plugin_hermes.run("plugins", "enable", "fleet", "--no-allow-tool-override")
+    assert plugin_hermes.run("apply", "-f", str(fleet), check=False).returncode == 0
+    listed = plugin_hermes.run("fleet", "history", "-o", "json", check=False)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    (entry,) = json.loads(listed.stdout)["entries"]
+    assert entry["command"] == "apply" and entry["counts"]["created"] == 1 and entry["desired"]["bots"] == ["scout"]

@@ -60,6 +60,7 @@ def complete(line: str, env: dict[str, str], cwd: Path) -> list[str]:
 def test_bash_completes_verbs_options_and_choices(shell_env, tmp_path):
     verbs = complete("hermes-fleet ", shell_env, tmp_path)
     assert {"validate", "plan", "apply", "status", "export", "init", "completion", "watch", "restore"} <= set(verbs)
+    assert {"history", "rollback"} <= set(verbs)
     assert complete("hermes-fleet pl", shell_env, tmp_path) == ["plan"]
     assert complete("hermes-fleet plan --detailed", shell_env, tmp_path) == ["--detailed-exitcode"]
     assert complete("hermes-fleet validate -o ", shell_env, tmp_path) == ["github", "json", "junit", "text"]
@@ -93,6 +94,15 @@ def test_bash_completes_backups_for_restore(shell_env, tmp_path, monkeypatch):
     assert apply(write_fleet(tmp_path / "m", bots[:3]), home, "--prune").code == 0
     (backup,) = [p.name for p in (home / ".hermes-fleet" / "backups").iterdir()]
     assert complete("hermes-fleet restore ", shell_env, tmp_path) == [backup]
+
+
+def test_bash_completes_history_entries_for_rollback_and_show(shell_env, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", shell_env["HOME"])
+    home = Path(shell_env["HERMES_HOME"])
+    for title in ("One", "Two"):
+        assert apply(write_fleet(tmp_path / "m", [{"name": "a", "title": title}]), home).code == 0
+    assert complete("hermes-fleet rollback --to ", shell_env, tmp_path) == ["1", "2"]
+    assert complete("hermes-fleet history show ", shell_env, tmp_path) == ["1", "2"]
 
 
 @pytest.mark.parametrize("shell", ["zsh", "fish"])

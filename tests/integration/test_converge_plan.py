@@ -13,6 +13,7 @@ from tests.integration.helpers import (
     changes,
     fields,
     hermes_fleet,
+    mode,
     plan,
     plan_json,
     profile,
@@ -182,6 +183,14 @@ def test_secret_values_never_appear_in_any_output(home: Path, manifests: Path) -
     stored = inventory.read_text()
     _assert_no_secret(stored)
     assert "hand-SECRETVALUE-edit" not in stored
-    # Nothing under .hermes-fleet (inventory, lock, backups metadata) holds a secret.
-    _assert_no_secret(all_text_under(home / ".hermes-fleet"))
+    # Nothing under .hermes-fleet (inventory, lock, backups metadata, history) holds a secret,
+    # except the kept copy of the hand-edited .env that apply overwrote: owner-only, never shown
+    # (docs/cli.md#replaced-content).
+    state = home / ".hermes-fleet"
+    kept = sorted((state / "replaced").rglob("*"))
+    assert [str(p.relative_to(state / "replaced")).split("/", 1)[1] for p in kept if p.is_file()] == ["profiles/researcher/.env"]
+    assert all(mode(p) == (0o700 if p.is_dir() else 0o600) for p in kept)
+    for part in state.iterdir():
+        if part.name != "replaced":
+            _assert_no_secret(all_text_under(part) if part.is_dir() else part.read_text())
     json.loads(stored)

@@ -217,3 +217,30 @@ def test_without_ssh_key_git_uses_the_users_own_ssh_setup(tmp_path: Path, monkey
     args = record.read_text().splitlines()
     assert "-i" not in args and "git@git.example.invalid" in args
     shutil.rmtree(tmp_path / "cache", ignore_errors=True)
+
+
+def test_each_applying_run_is_a_history_entry_with_its_commit(user: Path, remote: Remote, home: Path) -> None:
+    """watch --git --once records the commit it applied; an in-sync run records nothing; rollback
+    goes back to the earlier commit's manifests."""
+    import json
+
+    from tests.watch.harness import cli
+
+    once = ("watch", "--git", remote.url, "--ref", "main", "--path", "fleet", "--home", home, "--once")
+    first = remote.commit([{"name": "alpha", "title": "First"}], "first")
+    remote.push()
+    assert cli(user, *once).returncode == 0
+    assert cli(user, *once).returncode == 0  # in sync: no entry
+    second = remote.commit([{"name": "alpha", "title": "Second"}, {"name": "beta"}], "second")
+    remote.push()
+    done = cli(user, *once)
+    assert done.returncode == 0, done.stderr
+    listed = cli(user, "history", "--home", home, "-o", "json")
+    entries = json.loads(listed.stdout)["entries"]
+    assert [(e["seq"], e["command"], e["source"]["revision"]) for e in entries] == [(1, "watch", first), (2, "watch", second)]
+    assert entries[1]["counts"] == {"created": 1, "changed": 1, "deleted": 0, "failed": 0}
+    back = cli(user, "rollback", "--home", home, "--yes")
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert title(home, "alpha") == "First" and not (home / "profiles" / "beta").exists()
+    shown = json.loads(cli(user, "history", "show", "3", "--home", home, "-o", "json").stdout)["entry"]
+    assert shown["command"] == "rollback" and shown["source"]["rollback_of"] == 1 and shown["source"]["revision"] == first

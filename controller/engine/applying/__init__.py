@@ -31,6 +31,18 @@ class ApplyResult:
     outcomes: list[Outcome] = field(default_factory=list)
     abandoned: bool = False  # stopped early on request (SIGTERM); the next apply finishes the job
     swept: list[str] = field(default_factory=list)  # leftovers of a killed earlier run, removed first
+    replaced: list[str] = field(default_factory=list)  # kept copies of hand-edited files it overwrote
+    history_entry: int | None = None  # the number of this run's apply history entry
+
+    @property
+    def replaced_dir(self) -> str | None:
+        """The folder of this run's kept copies (replaced/<stamp>/), if it kept any."""
+        if not self.replaced:
+            return None
+        path = Path(self.replaced[0])
+        while path.parent.name != "replaced":
+            path = path.parent
+        return str(path)
 
     @property
     def failed(self) -> list[Outcome]:
@@ -75,7 +87,7 @@ def apply_plan(
             room_changes.append(change)
         else:
             try:
-                bots.apply_object(root, change, inputs)
+                bots.apply_object(root, change, inputs, result.replaced)
                 report(Outcome(change, True))
             except ControllerError as exc:  # the adapters map every OSError onto the error tree
                 report(Outcome(change, False, str(exc)))

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import configfile, envfile, fsio, home, profilemeta, profiles, sessions
+from controller.adapters import history as history_file
 from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir
 from controller.core import jobs
@@ -26,8 +27,12 @@ from controller.manifests.desired import DesiredBot
 META_NEVER_WRITE = ("image", "pet", "chat")  # docs/hermes/bot-mode.md#never-write
 
 
-def apply_object(root: Path, change: ObjectChange, inputs: Inputs) -> None:
-    """Converge one bot (or the install-wide settings) and record it in the inventory."""
+def apply_object(root: Path, change: ObjectChange, inputs: Inputs, kept: list[str] | None = None) -> None:
+    """Converge one bot (or the install-wide settings) and record it in the inventory.
+
+    A file about to be overwritten where a managed field was edited by hand (drift) is first
+    copied to `.hermes-fleet/replaced/` (`keep_hand_edits`); the copies' paths go to `kept`.
+    """
     inventory = inputs.inventory
     obs = inputs.observed
     fleet = inputs.state.fleet
@@ -35,6 +40,7 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs) -> None:
         fsio.make_dirs(root, mode=0o700)
         home.check_profile(root, DEFAULT_PROFILE)
         desired = install_fields(inputs.state, obs.env_values.get("", {}))
+        keep_hand_edits(root, root, change.fields, inputs, kept)
         write_fields(root, change.fields, desired, bot=None)
         record(inventory, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated")
         return
@@ -68,6 +74,8 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs) -> None:
     elif change.action is Action.ADOPT or inventory_file.read_marker(root, name) is None:
         inventory_file.write_marker(path, fleet, name)
     want = bot_desired(inputs.state, obs, bot)
+    if change.action is not Action.CREATE:
+        keep_hand_edits(root, path, change.fields, inputs, kept)
     write_fields(path, change.fields, want.fields, bot=bot)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted"}.get(change.action, "updated")
     record(inventory, bot_key(name), want.fields, want.secret_keys, verb)
@@ -121,6 +129,34 @@ def record(inventory: Inventory, key: str, desired: Mapping[str, Any], secret_ke
     entry["applied"] = applied_record(desired, secret_keys, inventory)
     entry.setdefault(f"{verb}_at", inventory_file.now_iso())
     entry["updated_at"] = inventory_file.now_iso()
+
+
+# --- hand edits kept before they are overwritten -------------------------------------------------
+
+# The file each field space lives in (the avatar: whichever assets/avatar.<ext> is there).
+FILE_OF_SPACE = {"config": "config.yaml", "env": ".env", "soul": "SOUL.md", "profile": "profile.yaml", "meta": "profile.yaml"}
+
+
+def keep_hand_edits(root: Path, path: Path, fields: tuple[FieldChange, ...], inputs: Inputs, kept: list[str] | None) -> None:
+    """Copy each file this change overwrites where a managed field drifted (someone edited what
+    this fleet last wrote: a hand edit that apply, or watch --self-heal, is about to undo).
+
+    Only drifted fields count: a key this fleet does not manage is never overwritten, so a hand
+    edit there needs no copy (docs/cli.md#replaced-content).
+    """
+    stamp = inputs.now.strftime("%Y%m%dT%H%M%S%fZ")
+    names: list[str] = []
+    for change in fields:
+        if not change.drift:
+            continue
+        if change.space == "avatar":
+            names += [f"assets/avatar.{ext}" for ext in AVATAR_EXTENSIONS]
+        elif change.space in FILE_OF_SPACE:
+            names.append(FILE_OF_SPACE[change.space])
+    for name in dict.fromkeys(names):
+        copy = history_file.keep_replaced(root, stamp, path / name)
+        if copy is not None and kept is not None:
+            kept.append(str(copy))
 
 
 # --- field writers -------------------------------------------------------------------------------

@@ -1,0 +1,202 @@
+"""The apply history and the kept copies of replaced files, on disk (docs/cli.md#history).
+
+`<root>/.hermes-fleet/history/<fleet>/<seq>.json` (mode 0600, folder 0700): one entry per apply,
+each written whole with one atomic rename, so a kill mid-write leaves every earlier entry as it
+was (the write in progress is only a temp file the next apply sweeps). The newest `keep` entries
+stay (`HERMES_FLEET_HISTORY_KEEP`, default 50); older ones are removed after a new one lands.
+
+`<root>/.hermes-fleet/replaced/<stamp>/<path in the home>` (files 0600, folders 0700): what a
+managed file held before an apply overwrote a hand edit in it; the newest
+`HERMES_FLEET_REPLACED_KEEP` runs' folders stay (default 20).
+
+This module decides nothing: what an entry says is `controller.engine.history`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from controller.adapters import fsio
+from controller.adapters.home import check_state_path, state_dir
+from controller.errors import HermesStateError, UsageError
+
+HISTORY_KEEP_ENV = "HERMES_FLEET_HISTORY_KEEP"
+REPLACED_KEEP_ENV = "HERMES_FLEET_REPLACED_KEEP"
+HISTORY_KEEP = 50
+REPLACED_KEEP = 20
+ENTRY = re.compile(r"^(\d{6,})\.json$")
+STAMP = re.compile(r"^\d{8}T\d{6}\d{6}Z$")
+GIT_TIMEOUT = 5.0
+
+
+def keep_limit(variable: str, default: int) -> int:
+    """A retention bound from the environment: a whole number from 1 to 100,000."""
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= 100_000:
+        raise UsageError(f"{variable}={raw!r} is not a whole number from 1 to 100000", hint=f"unset it to keep {default}")
+    return int(raw)
+
+
+def history_dir(root: Path, fleet: str) -> Path:
+    return state_dir(root) / "history" / fleet
+
+
+def replaced_dir(root: Path) -> Path:
+    return state_dir(root) / "replaced"
+
+
+def entry_path(root: Path, fleet: str, seq: int) -> Path:
+    return history_dir(root, fleet) / f"{seq:06d}.json"
+
+
+def sequence_numbers(root: Path, fleet: str) -> list[int]:
+    folder = history_dir(root, fleet)
+    check_state_path(root, folder)
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise fsio.state_error(exc, "list", folder) from exc
+    return sorted(int(m.group(1)) for n in names if (m := ENTRY.match(n)))
+
+
+def fleets(root: Path) -> list[str]:
+    folder = state_dir(root) / "history"
+    if not folder.is_dir():
+        return []
+    with fsio.mapped("list", folder):
+        return sorted(n for n in os.listdir(folder) if not n.startswith(".") and (folder / n).is_dir())
+
+
+def append(root: Path, fleet: str, entry: dict[str, Any], *, keep: int) -> int:
+    """Write `entry` as the next one (its `seq` is set here); drop the oldest beyond `keep`."""
+    folder = history_dir(root, fleet)
+    check_state_path(root, folder)
+    fsio.make_dirs(folder, mode=0o700)
+    existing = sequence_numbers(root, fleet)
+    seq = (existing[-1] if existing else 0) + 1
+    entry["seq"] = seq
+    text = json.dumps(entry, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    fsio.atomic_write_text(entry_path(root, fleet, seq), text, mode=0o600)
+    for old in [*existing, seq][:-keep]:
+        fsio.remove(entry_path(root, fleet, old))
+    return seq
+
+
+def read(root: Path, fleet: str, seq: int) -> dict[str, Any] | None:
+    """Entry `seq` of `fleet` (None when there is none); HermesStateError when it does not parse."""
+    path = entry_path(root, fleet, seq)
+    check_state_path(root, path)
+    raw = fsio.read_bounded(path)
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
+        raise HermesStateError(
+            f"cannot read history entry {path}: {exc}", path=str(path), hint="move the file away; the other entries stay usable"
+        ) from exc
+    if not isinstance(data, dict) or data.get("seq") != seq:
+        raise HermesStateError(f"{path} is not a history entry", path=str(path), hint="move the file away")
+    return data
+
+
+# --- where an apply came from ------------------------------------------------------------------
+
+
+def who() -> str:
+    """user@host of the run (the user id when the system has no name for it)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+def git_revision(paths: list[str]) -> tuple[str, bool] | None:
+    """(commit, dirty) when every manifest file lies in one git work tree, else None.
+
+    `dirty`: a file in the manifests' folders (a manifest, a soul_file, an image) differs from that
+    commit: edited, or not committed yet. Only reads.
+    """
+    real = [Path(p).resolve() for p in paths if p != "-"]
+    if not real or len(real) != len(paths):
+        return None
+    folders = {p if p.is_dir() else p.parent for p in real}
+    tops = {_git(folder, "rev-parse", "--show-toplevel") for folder in folders}
+    if len(tops) != 1 or None in tops:
+        return None
+    top = next(iter(tops))
+    assert top is not None
+    commit = _git(Path(top), "rev-parse", "--verify", "-q", "HEAD")
+    if not commit:
+        return None
+    status = _git(Path(top), "status", "--porcelain", "--", *sorted(map(str, folders)))
+    return commit, bool(status)
+
+
+def _git(folder: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), *args],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+# --- replaced content ---------------------------------------------------------------------------
+
+
+def keep_replaced(root: Path, stamp: str, path: Path) -> Path | None:
+    """Copy what `path` (a file of the home) holds now into replaced/<stamp>/, before it is overwritten.
+
+    The copy is 0600 in 0700 folders whatever the file's mode (it may be a `.env`). Returns the
+    copy's path, or None when there is no file to keep. A new run's folder drops the oldest beyond
+    the retention bound.
+    """
+    data = fsio.read_bounded(path)
+    if data is None:
+        return None
+    run_dir = replaced_dir(root) / stamp
+    target = run_dir / Path(path).relative_to(root)
+    check_state_path(root, replaced_dir(root))
+    fresh = not run_dir.exists()
+    folder = replaced_dir(root)
+    for part in target.parent.relative_to(folder).parts:  # each level 0700 (mkdir -p gives parents 0777)
+        folder = folder / part
+        fsio.make_dirs(folder, mode=0o700)
+    fsio.atomic_write_bytes(target, data, mode=0o600)
+    if fresh:
+        trim_replaced(root, keep_limit(REPLACED_KEEP_ENV, REPLACED_KEEP))
+    return target
+
+
+def trim_replaced(root: Path, keep: int) -> None:
+    folder = replaced_dir(root)
+    try:
+        stamps = sorted(n for n in os.listdir(folder) if STAMP.match(n))
+    except OSError:
+        return
+    for name in stamps[:-keep]:
+        old = folder / name
+        if old.is_dir() and not old.is_symlink():
+            with contextlib.suppress(FileNotFoundError), fsio.mapped("remove", old):
+                shutil.rmtree(old)

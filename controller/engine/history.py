@@ -1,0 +1,282 @@
+"""The apply history: what each apply converged to, and replaying an entry for `rollback`.
+
+An entry keeps the manifest documents as they were read (secret *references* only: a value is
+never in a manifest, so never in the history), the files they name by path (`soul_file`, an
+avatar `image`, a room `picture`) inlined, the folder each came from, and where the run came from
+(git revision, digest, who, when), its counts and its exit status. `replay` turns an entry back
+into validated manifests: the documents are parsed again, the files they name are written to a
+scratch folder, and secret references resolve from the original folder, now (a rotated key is
+the current one; a reference that no longer resolves stops the rollback before any write).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from controller import bounded
+from controller.adapters import history as store
+from controller.core.types import Action
+from controller.errors import ExitCode, HermesStateError, UsageError
+from controller.manifests import loading, validating
+from controller.manifests.validating import MAX_IMAGE_BYTES, MAX_SOUL_BYTES
+
+SCHEMA_VERSION = 1
+# Keys whose value names a file relative to the manifest (docs/manifest.md): kept with the entry.
+FILE_KEYS = {"soul_file": MAX_SOUL_BYTES, "image": MAX_IMAGE_BYTES, "picture": MAX_IMAGE_BYTES}
+
+
+@dataclass
+class Snapshot:
+    """The manifests of one run, as the history keeps them."""
+
+    documents: list[dict[str, Any]]
+    fleet_arg: str | None = None  # --fleet, for documents that name no fleet
+    host: str | None = None  # the host slice applied (None: the whole fleet)
+    command: str = "apply"  # apply | watch | rollback
+    revision: str | None = None  # the git commit the manifests came from
+    dirty: bool = False  # a manifest file differed from that commit
+    rollback_of: int | None = None
+    fingerprint: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.fingerprint:
+            self.fingerprint = fingerprint(self.documents)
+
+
+def fingerprint(documents: list[dict[str, Any]]) -> str:
+    """What the documents say, wherever they were read from: the same for an entry and its rollback."""
+    payload = [{"data": d["data"], "files": {k: _sha(v) for k, v in sorted(d.get("files", {}).items())}} for d in documents]
+    return "sha256:" + hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def snapshot(
+    result: validating.ValidationResult,
+    *,
+    fleet_arg: str | None,
+    host: str | None,
+    command: str = "apply",
+    revision: str | None = None,
+) -> Snapshot:
+    """The snapshot of validated manifests; from a git work tree, its commit (unless `revision` says)."""
+    documents = [_document(doc) for doc in result.loaded]
+    dirty = False
+    if revision is None:
+        found = store.git_revision(result.files)
+        if found is not None:
+            revision, dirty = found
+    return Snapshot(documents, fleet_arg, host, command, revision, dirty)
+
+
+def _document(doc: loading.Document) -> dict[str, Any]:
+    files: dict[str, str] = {}
+    _collect_files(doc.data, doc.base_dir, files)
+    return {
+        "source": doc.source,
+        "folder": str(Path(doc.secret_dir or doc.base_dir).resolve()),
+        "data": doc.data,
+        "files": files,
+    }
+
+
+def _collect_files(value: Any, base: Path, out: dict[str, str]) -> None:
+    if isinstance(value, list):
+        for item in value:
+            _collect_files(item, base, out)
+        return
+    if not isinstance(value, dict):
+        return
+    for key, child in value.items():
+        if key in FILE_KEYS and isinstance(child, str) and child not in out:
+            with contextlib.suppress(OSError, ValueError):  # validation checked it; a vanished file is left out
+                path = (base / child).resolve()
+                if path.is_relative_to(base.resolve()):
+                    out[child] = base64.b64encode(bounded.read_bytes(path, FILE_KEYS[key])).decode("ascii")
+        else:
+            _collect_files(child, base, out)
+
+
+# --- recording --------------------------------------------------------------------------------
+
+
+def counts(outcomes: list[Any], errors: int) -> dict[str, int]:
+    done = [o.change.action for o in outcomes if o.ok]
+    return {
+        "created": sum(1 for a in done if a is Action.CREATE),
+        "changed": sum(1 for a in done if a in (Action.UPDATE, Action.ADOPT, Action.RELEASE)),
+        "deleted": sum(1 for a in done if a is Action.DELETE),
+        "failed": sum(1 for o in outcomes if not o.ok) + errors,
+    }
+
+
+def exit_status(outcomes: list[Any], errors: int) -> int:
+    """The exit code the apply ends with (docs/cli.md#exit-codes)."""
+    failed = [o for o in outcomes if not o.ok]
+    if any(o.conflict for o in failed):
+        return int(ExitCode.CONFLICT)
+    return int(ExitCode.FAILED) if failed or errors else int(ExitCode.OK)
+
+
+def record(
+    root: Path,
+    fleet: str,
+    snap: Snapshot,
+    *,
+    at: str,
+    digest: str,
+    files: list[str],
+    outcomes: list[Any],
+    errors: int,
+    options: dict[str, bool],
+    replaced: str | None,
+) -> int:
+    """Append one entry; returns its number."""
+    entry: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "fleet": fleet,
+        "at": at,
+        "who": store.who(),
+        "command": snap.command,
+        "source": {
+            "revision": snap.revision,
+            "dirty": snap.dirty,
+            "digest": digest,
+            "files": files,
+            **({"rollback_of": snap.rollback_of} if snap.rollback_of is not None else {}),
+        },
+        "counts": counts(outcomes, errors),
+        "exit": exit_status(outcomes, errors),
+        "options": options,
+        "desired": {
+            "fingerprint": snap.fingerprint,
+            "fleet_arg": snap.fleet_arg,
+            "host": snap.host,
+            "documents": snap.documents,
+        },
+    }
+    if replaced:
+        entry["replaced"] = replaced
+    return store.append(root, fleet, entry, keep=store.keep_limit(store.HISTORY_KEEP_ENV, store.HISTORY_KEEP))
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def pick_fleet(root: Path, fleet: str | None) -> str:
+    """--fleet, or the one fleet with a history in this home."""
+    if fleet is not None:
+        return fleet
+    found = store.fleets(root)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise UsageError(f"no apply history in {root}", hint="apply records one entry per run; check --home")
+    raise UsageError(f"several fleets have a history in {root}: {', '.join(found)}", hint="pick one with --fleet NAME")
+
+
+def entries(root: Path, fleet: str) -> list[dict[str, Any]]:
+    """Every kept entry, oldest first; one that cannot be read is `{seq, unreadable: why}` (the
+    others stay usable; `rollback` never picks it)."""
+    out: list[dict[str, Any]] = []
+    for seq in store.sequence_numbers(root, fleet):
+        try:
+            entry = store.read(root, fleet, seq)
+        except HermesStateError as exc:
+            out.append({"seq": seq, "unreadable": str(exc)})
+            continue
+        if entry is not None:
+            out.append(entry)
+    return out
+
+
+def entry(root: Path, fleet: str, seq: int) -> dict[str, Any]:
+    found = store.read(root, fleet, seq) if seq > 0 else None
+    if found is None:
+        kept = store.sequence_numbers(root, fleet)
+        span = f"entries {kept[0]} to {kept[-1]} are kept" if kept else "there are no entries"
+        raise UsageError(f"fleet {fleet!r} has no history entry {seq}", hint=f"{span}: see `hermes-fleet history`")
+    return found
+
+
+def rollback_target(all_entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The state before the latest one: the newest earlier entry that applied cleanly (exit 0) and
+    converged to other manifests than the latest entry did."""
+    if not all_entries:
+        raise UsageError("there is no apply history to roll back to", hint="apply records one entry per run")
+    readable = [e for e in all_entries if "unreadable" not in e]
+    if not readable:
+        raise UsageError("no history entry can be read", hint="see `hermes-fleet history`")
+    latest = readable[-1]
+    want = latest.get("desired", {}).get("fingerprint")
+    for candidate in reversed(readable[:-1]):
+        if candidate.get("exit") == 0 and candidate.get("desired", {}).get("fingerprint") != want:
+            return candidate
+    raise UsageError(
+        f"no earlier entry than {latest['seq']} applied other manifests cleanly",
+        hint="pick one with --to N (see `hermes-fleet history`)",
+    )
+
+
+# --- replaying --------------------------------------------------------------------------------
+
+
+# Characters a YAML file may not hold raw (YAML 1.2, 5.1) that JSON leaves raw: escaped instead.
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\ufeff\ufffe\uffff]")
+
+
+def as_yaml_text(data: Any) -> str:
+    """`data` as text the manifest loader reads back as the same value: JSON (which is YAML), with
+    the characters YAML refuses raw (a `\\x80` a manifest wrote as an escape) written as escapes."""
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    return _NOT_YAML_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+@contextlib.contextmanager
+def replay(found: dict[str, Any]) -> Iterator[tuple[validating.ValidationResult, Snapshot]]:
+    """The entry's manifests, validated again (ManifestError-free is up to the caller to check),
+    with the files they name in a scratch folder that lives as long as the block."""
+    desired = found.get("desired") or {}
+    documents = desired.get("documents")
+    if not isinstance(documents, list) or not documents:
+        raise UsageError(f"history entry {found.get('seq')} holds no manifests", hint="pick another entry with --to N")
+    label = f"history entry {found['seq']}"
+    with tempfile.TemporaryDirectory(prefix="hermes-fleet-rollback-") as scratch:
+        parsed: list[loading.Document] = []
+        for i, doc in enumerate(documents):
+            folder = Path(scratch) / str(i)
+            folder.mkdir()
+            for rel, encoded in (doc.get("files") or {}).items():
+                target = (folder / rel).resolve()
+                if not target.is_relative_to(folder.resolve()):
+                    continue  # validation refuses such a path; never write outside the scratch folder
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(base64.b64decode(encoded))
+            source = f"{label}: {doc.get('source', '?')}"
+            text = as_yaml_text(doc.get("data"))
+            for part in loading.parse_text(text, source=source, base_dir=folder):
+                part.secret_dir = Path(str(doc.get("folder") or folder))
+                parsed.append(part)
+        result = validating.validate(parsed, fleet=desired.get("fleet_arg"), files=[str(d.get("source")) for d in documents])
+        snap = Snapshot(
+            [dict(d) for d in documents],
+            desired.get("fleet_arg"),
+            desired.get("host"),
+            "rollback",
+            (found.get("source") or {}).get("revision"),
+            bool((found.get("source") or {}).get("dirty")),
+            int(found["seq"]),
+            str(desired.get("fingerprint") or ""),
+        )
+        yield result, snap

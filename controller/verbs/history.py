@@ -1,0 +1,239 @@
+"""`history` (list the applies, or show one) and `rollback` (apply an earlier entry's manifests)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from controller.adapters.home import resolve_root
+from controller.core.types import Action, Options, Reason
+from controller.engine import history, reconciling
+from controller.engine.reconciling import Planned
+from controller.errors import ConflictError, ExitCode, ManifestError, SecretUnavailable, UsageError
+from controller.manifests import desired, reading
+from controller.verbs import common, reporting
+from controller.verbs.plan import plan_exit, render_plan, report_kept
+
+
+def _fleet(args: argparse.Namespace) -> tuple[Any, str]:
+    common.check_fleet(args.fleet)
+    root = resolve_root(args.home)
+    return root, history.pick_fleet(root, args.fleet)
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    root, fleet = _fleet(args)
+    if args.action == "show":
+        if args.number is None:
+            raise UsageError("history show needs an entry number", hint="e.g. hermes-fleet history show 3")
+        found = history.entry(root, fleet, args.number)
+        if args.output == "json":
+            _json(args, "history", home=str(root), fleet=fleet, entry=found)
+        else:
+            reporting.write(show_text(found))
+        return ExitCode.OK
+    entries = history.entries(root, fleet)
+    if args.output == "json":
+        _json(args, "history", home=str(root), fleet=fleet, entries=[_brief(e) for e in entries])
+        return ExitCode.OK
+    reporting.write(list_text(fleet, entries))
+    for e in entries:
+        if "unreadable" in e:
+            print(f"hermes-fleet: warning: {e['unreadable']}", file=sys.stderr)
+    return ExitCode.OK
+
+
+def _brief(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry without its documents (`history show N -o json` has them)."""
+    if "unreadable" in entry:
+        return entry
+    desired_part = {k: v for k, v in (entry.get("desired") or {}).items() if k != "documents"}
+    return {**{k: v for k, v in entry.items() if k != "desired"}, "desired": {**desired_part, **summary(entry)}}
+
+
+def source_text(entry: dict[str, Any]) -> str:
+    source = entry.get("source") or {}
+    parts = []
+    if source.get("rollback_of") is not None:
+        parts.append(f"rollback to #{source['rollback_of']}")
+    if source.get("revision"):
+        parts.append(f"git {str(source['revision'])[:12]}" + ("+dirty" if source.get("dirty") else ""))
+    elif source.get("digest"):
+        parts.append(f"digest {str(source['digest']).removeprefix('sha256:')[:12]}")
+    return ", ".join(parts) or "-"
+
+
+def _counts(entry: dict[str, Any]) -> dict[str, int]:
+    counts = entry.get("counts") or {}
+    return {k: int(counts.get(k, 0)) for k in ("created", "changed", "deleted", "failed")}
+
+
+def list_text(fleet: str, entries: list[dict[str, Any]]) -> str:
+    if not entries:
+        return f"No apply history for fleet {fleet!r} yet.\n"
+    header = ("#", "WHEN", "WHO", "COMMAND", "SOURCE", "CREATED", "CHANGED", "DELETED", "FAILED", "EXIT")
+    rows = [header]
+    for e in entries:
+        if "unreadable" in e:
+            rows.append((str(e["seq"]), "(unreadable)", "", "", "", "", "", "", "", ""))
+            continue
+        c = _counts(e)
+        rows.append(
+            (
+                str(e.get("seq")),
+                str(e.get("at", "")),
+                str(e.get("who", "")),
+                str(e.get("command", "")),
+                source_text(e),
+                str(c["created"]),
+                str(c["changed"]),
+                str(c["deleted"]),
+                str(c["failed"]),
+                str(e.get("exit", "")),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def summary(entry: dict[str, Any]) -> dict[str, list[str]]:
+    """The objects an entry's manifests declare, by kind (bots, rooms, sections, peers, routines)."""
+    out: dict[str, list[str]] = {"bots": [], "routines": [], "rooms": [], "sections": [], "peers": []}
+    for doc in (entry.get("desired") or {}).get("documents") or []:
+        data = doc.get("data") if isinstance(doc, dict) else None
+        if not isinstance(data, dict):
+            continue
+        kind = data.get("kind")
+        spec: dict[str, Any] = data["spec"] if isinstance(data.get("spec"), dict) else {}
+        name = (data.get("metadata") or {}).get("name") if isinstance(data.get("metadata"), dict) else None
+        if kind == "Fleet":
+            for plural in ("rooms", "sections", "peers"):
+                out[plural] += [str(x.get("name")) for x in spec.get(plural) or [] if isinstance(x, dict)]
+            for bot in spec.get("bots") or []:
+                if isinstance(bot, dict):
+                    out["bots"].append(str(bot.get("name")))
+                    out["routines"] += [
+                        f"{bot.get('name')}/{r.get('name')}" for r in bot.get("routines") or [] if isinstance(r, dict)
+                    ]
+        elif kind in ("Bot", "Room", "Section", "Peer") and name:
+            out[kind.lower() + "s"].append(str(name))
+        elif kind == "Routine" and name:
+            out["routines"].append(f"{spec.get('bot')}/{name}")
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def show_text(entry: dict[str, Any]) -> str:
+    c = _counts(entry)
+    source = entry.get("source") or {}
+    options = [f"--{k}" for k, v in (entry.get("options") or {}).items() if v and k != "rooms"]
+    if (entry.get("options") or {}).get("rooms") is False:
+        options.append("--no-rooms")
+    host = (entry.get("desired") or {}).get("host")
+    lines = [
+        f"History entry {entry['seq']} of fleet {entry.get('fleet')!r}",
+        f"  when:      {entry.get('at')} by {entry.get('who')} ({entry.get('command')})",
+        f"  source:    {source_text(entry)}",
+        f"  digest:    {source.get('digest')}",
+        f"  manifests: {', '.join(map(str, source.get('files') or [])) or '-'}",
+        f"  result:    exit {entry.get('exit')}: {c['created']} created, {c['changed']} changed, "
+        f"{c['deleted']} deleted, {c['failed']} failed",
+        f"  options:   {' '.join(options) or '(none)'}" + (f"; host {host}" if host else ""),
+    ]
+    for kind, names in summary(entry).items():
+        if names:
+            lines.append(f"  {kind + ':':<10} {', '.join(names)}")
+    if entry.get("replaced"):
+        lines.append(f"  replaced:  hand-edited files it overwrote are kept in {entry['replaced']}")
+    lines.append(f"Roll back to it: hermes-fleet rollback --to {entry['seq']} (add --dry-run to see the plan first)")
+    return "\n".join(lines) + "\n"
+
+
+def _json(args: argparse.Namespace, kind: str, **fields: object) -> None:
+    payload = {"schemaVersion": reporting.JSON_SCHEMA_VERSION, "kind": kind, **fields}
+    reporting.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    common.wrote_report(args)
+
+
+# --- rollback ---------------------------------------------------------------------------------
+
+
+def _unresolved(planned: Planned, seq: int) -> None:
+    """A secret reference that does not resolve now stops the rollback before any write."""
+    missing = [c for c in planned.plan.errors if c.code is Reason.SECRET_UNAVAILABLE]
+    if missing:
+        for change in missing:
+            print(f"hermes-fleet: {change.key}: {change.reason}", file=sys.stderr)
+        raise SecretUnavailable(
+            f"rollback to history entry {seq} refused, nothing was changed: {len(missing)} object(s) have a secret "
+            "reference that does not resolve on this machine now",
+            hint="make each reference resolvable (export the variable, put the file back), then run rollback again",
+        )
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    root, fleet = _fleet(args)
+    common.check_host(args.host)
+    target = history.entry(root, fleet, args.to) if args.to is not None else history.rollback_target(history.entries(root, fleet))
+    seq = int(target["seq"])
+    text_mode = args.output != "json"
+    with history.replay(target) as (result, snap):
+        if result.errors or result.state is None:
+            raise ManifestError(result.diagnostics)
+        state = desired.for_host(result.state, reading.selected_host(args.host or snap.host, result.state))
+        if text_mode:
+            print(f"Rolling back fleet {fleet!r} to history entry {seq} ({target.get('at')}, {source_text(target)}).")
+        options = Options(prune=not args.no_prune, adopt=False, yes=args.yes, rooms=not args.no_rooms)
+        gateway = common.gateway_options(args)
+        planned = reconciling.plan_home(
+            root, state, result.files, options=options, gateway=gateway, hermes_version=args.hermes_version
+        )
+        _unresolved(planned, seq)
+        if args.dry_run:
+            render_plan(planned, args, kind="dry-run")
+            return plan_exit(planned.plan, False)
+        deletions = planned.plan.by_action(Action.DELETE)
+        if deletions and not args.yes:
+            render_plan(planned, args, kind="rollback")
+            names = ", ".join(c.key for c in deletions)
+            raise ConflictError(
+                f"rollback refused, nothing was changed: going back to entry {seq} deletes {names}",
+                hint="re-run with --yes (deleted bots are moved to backups, see `hermes-fleet restore`), "
+                "or with --no-prune to keep them",
+            )
+
+        def show(again: Planned) -> None:
+            _unresolved(again, seq)  # under the lock, right before the first write
+            if text_mode:
+                render_plan(again, args)
+
+        planned, results = reconciling.apply_once(
+            root,
+            state,
+            result.files,
+            options=options,
+            lock_timeout=args.lock_timeout,
+            before_apply=show,
+            on_conflict=lambda p: render_plan(p, args, kind="rollback"),
+            gateway=gateway,
+            hermes_version=args.hermes_version,
+            snapshot=snap,
+        )
+    plan = planned.plan
+    if text_mode:
+        reporting.write(
+            reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color), not_applied=len(plan.errors))
+        )
+        if results.history_entry is not None:
+            print(f"Recorded as history entry {results.history_entry}.")
+    else:
+        render_plan(planned, args, results=results, kind="rollback")
+    report_kept(results)
+    if results.failed or plan.errors:
+        return ExitCode.CONFLICT if any(o.conflict for o in results.failed) else ExitCode.FAILED
+    return ExitCode.OK
