@@ -31,7 +31,7 @@ from controller.adapters import (
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
 from controller.core import rooms
-from controller.core.inventory import INSTALL_KEY, Inventory, routine_parts, split_key
+from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_parts, split_key
 from controller.core.types import GatewayView, LiveProfile, Observed, RenameSeen
 from controller.engine import records
 from controller.errors import ControllerError, RefusedValue, SecretUnavailable
@@ -59,7 +59,7 @@ def observe(
     under `.hermes-fleet/`, leads out of where it belongs through a symlink.
     """
     home.check_state(root)
-    sources = {b.renamed_from for b in state.bots.values() if b.renamed_from and b.renamed_from != DEFAULT_PROFILE}
+    sources = rename_sources(state, inventory)
     names = set(state.bots) | set(inventory.owned_bots()) | sources
     live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots)}
     for name in sorted(names - {DEFAULT_PROFILE}):
@@ -96,6 +96,18 @@ def observe(
         managed_config=managed.config if managed else {},
         renames=observe_renames(root, state, live),
     )
+
+
+def rename_sources(state: DesiredState, inventory: Inventory) -> set[str]:
+    """The old profiles of the renames still to be done: a rename this fleet finished (the inventory
+    holds the new name and not the old) needs no look at the old name, which may be anything now."""
+    return {
+        b.renamed_from
+        for b in state.bots.values()
+        if b.renamed_from
+        and DEFAULT_PROFILE not in (b.renamed_from, b.name)
+        and (inventory.owns(bot_key(b.renamed_from)) or not inventory.owns(bot_key(b.name)))
+    }
 
 
 def observe_renames(root: Path, state: DesiredState, live: Mapping[str, LiveProfile]) -> dict[str, RenameSeen]:

@@ -146,6 +146,28 @@ def test_rename_carries_memories_sessions_skills_env_bot_chat_and_routines(home:
     assert_converged(write_fleet(m.parent, [alpha("scout"), {"name": "beta"}], sections=[{"name": "Team"}]), home)
 
 
+def test_a_rename_cut_short_after_the_folder_moved_is_finished_not_taken_for_a_stranger(home: Path, renamed) -> None:
+    m, _, ids = renamed
+    # What a kill right after the folder rename leaves: the folder moved, nothing else.
+    (profile(home, "alpha")).rename(profile(home, "scout"))
+    assert json.loads((profile(home, "scout") / ".hermes-fleet-owner.json").read_text())["profile"] == "alpha"
+    bot = next(o for o in plan_json(m, home)["objects"] if o["name"] == "scout")
+    assert (bot["action"], bot["reason_code"]) == ("rename", "profile-renamed") and "finishing" in bot["reason"], bot
+    run = apply(m, home)
+    assert run.code == 0, run.text
+    assert inventory_file.read_marker(home, "scout") is not None
+    assert {j["id"] for j in jobs(home, "scout")} == set(ids.values())
+    assert "bot/alpha" not in inventory(home)
+    assert_converged(m, home)
+
+
+def test_once_renamed_the_old_name_is_not_looked_at_again(home: Path, renamed) -> None:
+    m, _, _ = renamed
+    assert apply(m, home).code == 0
+    (home / "profiles" / "alpha").symlink_to("scout")  # an old name kept working by hand
+    assert_converged(m, home)
+
+
 def test_unmanaged_bot_mode_jobs_and_hand_written_delegations_are_retargeted(home: Path, renamed) -> None:
     m, _, _ = renamed
     store = profile(home, "alpha") / "cron" / "jobs.json"
