@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 HONCHO_FILE = "honcho.json"  # in a profile and in the root (docs/hermes/rename.md)
+ACTIVE_PROFILE = "active_profile"  # the root's sticky profile name (docs/hermes/rename.md)
 
 
 def honcho_hosts(old: str) -> tuple[str, str]:

@@ -312,9 +312,9 @@ def plan_summary_line(plan: Plan, p: Palette | None = None) -> str:
     p = p or Palette(False)
     c = plan.counts()
     parts = [f"{c['create']} to create", f"{c['update']} to update", f"{c['adopt']} to adopt", f"{c['delete']} to delete"]
-    extra = []
     if c["rename"]:
-        extra.append(f"{c['rename']} to rename")
+        parts.insert(3, f"{c['rename']} to rename")
+    extra = []
     if c["orphan"]:
         extra.append(f"{c['orphan']} orphaned (kept; --prune deletes)")
     if c["release"]:

@@ -98,6 +98,8 @@ def test_plan_shows_one_rename_and_writes_nothing(home: Path, renamed) -> None:
         assert routine["action"] == "update", routine
         assert {f["field"] for f in routine["fields"]} >= {"job:name"}
     assert data["summary"]["rename"] == 1
+    text = hermes_fleet("plan", "-f", m, "--home", home).out
+    assert "> bot/scout  rename (renamed from 'alpha'" in text and "0 to adopt, 1 to rename, 0 to delete" in text, text
     assert any("hermes profile alias scout" in n for n in data["notes"]), data["notes"]
     assert snapshot(home) == before
 
@@ -273,6 +275,19 @@ def test_refused_while_a_gateway_runs_for_the_old_profile(home: Path, renamed) -
     assert "gateway stop" in bot["reason"] and "hermes -p alpha" in bot["reason"]
 
 
+def test_refused_while_the_roots_gateway_serves_the_old_profile(home: Path, renamed) -> None:
+    import os
+
+    m, _, _ = renamed
+    state = {"pid": os.getpid(), "gateway_state": "running", "served_profiles": ["default", "alpha"]}
+    (home / "gateway_state.json").write_text(json.dumps(state))
+    bot = refused(home, m)
+    assert "serves profile 'alpha'" in bot["reason"], bot["reason"]
+    state["served_profiles"] = ["default", "beta"]  # serving other profiles only: no reason to refuse
+    (home / "gateway_state.json").write_text(json.dumps(state))
+    assert apply(m, home).code == 0
+
+
 def test_validate_refuses_what_the_manifests_alone_tell(manifests: Path) -> None:
     m = write_fleet(manifests, [{"name": "alpha"}, {"name": "scout", "renamed_from": "alpha"}])
     run = hermes_fleet("validate", "-f", m, "-o", "json")
@@ -312,3 +327,14 @@ def test_rooms_retire_the_old_member_and_seat_the_new_one_and_the_lead_moves(
     record = read_yaml(profile(home, "scout") / "profile.yaml")["ui_meta"]["hermes-bots"]
     assert record["groups"] == ["Ops"]
     assert_converged(m, home)
+
+
+def test_a_root_honcho_file_linked_out_of_the_home_is_refused_not_written_through(home: Path, renamed, tmp_path: Path) -> None:
+    m, _, _ = renamed
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text(json.dumps({"hosts": {"hermes_alpha": {}}}))
+    (home / "honcho.json").symlink_to(outside)
+    run = apply(m, home)
+    assert run.code == 1 and "honcho.json" in run.text and "Traceback" not in run.text, run.text
+    assert json.loads(outside.read_text()) == {"hosts": {"hermes_alpha": {}}}
+    assert profile(home, "alpha").is_dir() and not profile(home, "scout").exists()  # refused before the move

@@ -24,6 +24,7 @@ from controller.engine import records
 from controller.errors import ConflictError
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension, renaming
 from controller.hermes.env import PROFILE_ENV_HEADER
+from controller.hermes.renaming import ACTIVE_PROFILE, HONCHO_FILE
 from controller.manifests import references
 from controller.manifests.desired import DesiredBot
 
@@ -92,17 +93,18 @@ def move_profile(root: Path, old: str, new: str, inputs: Inputs) -> None:
     """
     fleet = inputs.state.fleet
     source, target = home.check_profile_dir(root, old), home.check_profile_dir(root, new)
+    home.check_profile(root, DEFAULT_PROFILE, (HONCHO_FILE, ACTIVE_PROFILE))  # the root's files, no way out
     if not os.path.lexists(target):
-        home.check_profile(root, old)  # containment of what moves
+        home.check_profile(root, old, (*home.PROFILE_ENTRIES, HONCHO_FILE))  # containment of what moves
         fsio.publish_dir(source, target)  # everything inside moves with it: memories, state.db, skills, cron
     elif (inventory_file.read_marker_any(root, new) or {}).get("fleet") != fleet:
         raise ConflictError(f"{target} appeared while hermes-fleet was renaming {old!r} to it", hint="run apply again")
-    home.check_profile(root, new)
+    home.check_profile(root, new, (*home.PROFILE_ENTRIES, HONCHO_FILE))
     if inventory_file.read_marker(root, new) is None:
         inventory_file.write_marker(target, fleet, new)
     for path in honcho.files(root, new):
         honcho.rewrite(path, lambda data: renaming.honcho_renamed(data, old, new))
-    sticky = Path(root) / "active_profile"
+    sticky = Path(root) / ACTIVE_PROFILE
     current = fsio.read_or_none(sticky) if sticky.is_file() else None
     if current is not None and current.decode("utf-8", "replace").strip() == old:
         fsio.atomic_write_text(sticky, new + "\n", expect=current)
