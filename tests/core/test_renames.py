@@ -194,6 +194,18 @@ def test_routine_changes_of_a_moved_bot_are_its_name_and_prompt_only() -> None:
     assert not routine.drift
 
 
+def test_notes_name_config_keys_that_still_name_the_old_profile() -> None:
+    inputs = home(live_from(ALPHA), None, OWNED_ALPHA)
+    kanban = dataclasses.replace(root(), config={"kanban": {"default_assignee": "alpha", "orchestrator_profile": "beta"}})
+    inputs = dataclasses.replace(inputs, observed=dataclasses.replace(inputs.observed, live={**inputs.observed.live,
+                                                                                          "default": kanban}))  # fmt: skip
+    found = [n for n in planning.plan(inputs).notes if n.startswith("kanban.")]
+    assert found == [
+        "kanban.default_assignee in the root's config.yaml names the renamed profile 'alpha', which no longer exists: "
+        "set it to 'scout' (Hermes falls back to the default profile)"
+    ]
+
+
 def test_notes_say_what_is_left_outside_the_home() -> None:
     plan = planning.plan(home(live_from(ALPHA), None, OWNED_ALPHA, seen=RenameSeen("alpha", honcho=True)))
     (note,) = [n for n in plan.notes if "renamed from" in n]

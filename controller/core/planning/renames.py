@@ -27,6 +27,8 @@ from enum import StrEnum
 
 from controller.core.inventory import Inventory, bot_key
 from controller.core.types import Action, Inputs, LiveProfile, ObjectChange, Observed, Reason, RenameSeen
+from controller.hermes import DEFAULT_PROFILE
+from controller.hermes.renaming import PROFILE_KEYS
 from controller.manifests.desired import DesiredBot
 
 
@@ -193,7 +195,8 @@ def marked(change: ObjectChange, decision: Decision | None) -> ObjectChange:
 
 
 def notes(decisions: dict[str, Decision], observed: Observed) -> list[str]:
-    """What a rename leaves to the user (outside the Hermes home)."""
+    """What a rename leaves to the user: what is outside the Hermes home, and config keys that name
+    the old profile (docs/hermes/rename.md#config-keys-that-name-a-profile)."""
     out = []
     for d in sorted(decisions.values(), key=lambda d: d.new):
         if d.step not in (Step.MOVE, Step.FINISH):
@@ -209,4 +212,12 @@ def notes(decisions: dict[str, Decision], observed: Observed) -> list[str]:
                 f"root's honcho.json are): rename it to 'hermes_{d.new}' there"
             )
         out.append(text)
+        for profile in sorted(observed.live.values(), key=lambda p: p.name):
+            for key in PROFILE_KEYS:
+                if profile.config is not None and profile.config_value(key) == (True, d.old):
+                    where = "the root's config.yaml" if profile.name == DEFAULT_PROFILE else f"bot {profile.name!r}'s config.yaml"
+                    out.append(
+                        f"{key} in {where} names the renamed profile {d.old!r}, which no longer exists: set it to "
+                        f"{d.new!r} (Hermes falls back to the default profile)"
+                    )
     return out
