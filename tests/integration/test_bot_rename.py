@@ -338,3 +338,15 @@ def test_a_root_honcho_file_linked_out_of_the_home_is_refused_not_written_throug
     assert run.code == 1 and "honcho.json" in run.text and "Traceback" not in run.text, run.text
     assert json.loads(outside.read_text()) == {"hosts": {"hermes_alpha": {}}}
     assert profile(home, "alpha").is_dir() and not profile(home, "scout").exists()  # refused before the move
+
+
+def test_a_bot_and_its_routine_renamed_in_one_apply_keep_the_job(home: Path, renamed, manifests: Path) -> None:
+    _, _, ids = renamed
+    routines = [{**ROUTINES[0], "name": "Morning digest", "renamed_from": "Digest"}, ROUTINES[1]]
+    m = fleet(manifests, {**alpha("scout", renamed_from="alpha"), "routines": routines}, {"name": "beta"})
+    run = apply(m, home)
+    assert run.code == 0, run.text
+    names = {j["id"]: j["name"] for j in jobs(home, "scout")}
+    assert names[ids["[bot:alpha] Digest"]] == "[bot:scout] Morning digest"
+    assert {k for k in inventory(home) if k.startswith("routine/")} == {"routine/scout/Morning digest", "routine/scout/Sweep"}
+    assert_converged(m, home)
