@@ -89,6 +89,19 @@ def read_marker(root: Path, name: str) -> dict[str, Any] | None:
     return data
 
 
+def read_marker_any(root: Path, name: str) -> dict[str, Any] | None:
+    """The owner marker inside profile `name`'s folder whatever profile it names (after a rename cut
+    short, the moved folder still holds the old name's marker)."""
+    try:
+        raw = bounded.read_bytes(profile_dir(root, name) / MARKER, MAX_MARKER_BYTES)
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("profile"), str) or not isinstance(data.get("fleet"), str):
+        return None
+    return data
+
+
 def marker_text(fleet: str, name: str) -> str:
     return (
         json.dumps(

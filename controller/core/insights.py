@@ -23,6 +23,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from controller.core.inventory import routine_parts
+from controller.core.planning import renames
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op, Plan
 from controller.errors import ScheduleError
 from controller.hermes import capabilities, naming, schedules
@@ -121,9 +122,10 @@ class Insights:
 
 
 def insights(inputs: Inputs, plan: Plan) -> Insights:
+    inputs = renames.view(inputs)  # a renamed bot's "before" is its old profile
     caps: list[CapabilityChange] = []
     for change in plan.changes:
-        if change.kind is Kind.BOT and change.action in (Action.CREATE, Action.UPDATE, Action.ADOPT):
+        if change.kind is Kind.BOT and change.action in (Action.CREATE, Action.UPDATE, Action.ADOPT, Action.RENAME):
             caps += bot_capabilities(inputs, change)
     rates, before, after, once_before, once_after = run_rates(inputs, plan)
     return Insights(

@@ -98,6 +98,19 @@ class Inventory:
                     keys.append(key)
         return keys
 
+    def rename_bot(self, old: str, new: str) -> list[str]:
+        """Move a bot's records (its own and its routines') from `old` to `new`; returns the new keys.
+        A record already under the new name wins (a rename never overwrites what the fleet made)."""
+        moved = []
+        prefix = f"routine/{old}/"
+        for key in [k for k in self.objects if k == bot_key(old) or k.startswith(prefix)]:
+            entry = self.objects.pop(key)
+            target = bot_key(new) if key == bot_key(old) else routine_key(new, key[len(prefix) :])
+            if target not in self.objects:
+                self.objects[target] = {**entry, "renamed_from": old} if target == bot_key(new) else entry
+                moved.append(target)
+        return moved
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schemaVersion": SCHEMA_VERSION,

@@ -42,6 +42,7 @@ class Action(StrEnum):
     CREATE = "create"
     UPDATE = "update"
     ADOPT = "adopt"
+    RENAME = "rename"  # a bot's profile moved to its new name (renamed_from), then updated
     DELETE = "delete"
     NOOP = "no-op"
     ORPHAN = "orphan"  # owned, gone from the manifests, kept because --prune was not given
@@ -50,7 +51,7 @@ class Action(StrEnum):
     ERROR = "error"
 
 
-WRITING_ACTIONS = (Action.CREATE, Action.UPDATE, Action.ADOPT, Action.DELETE, Action.RELEASE)
+WRITING_ACTIONS = (Action.CREATE, Action.UPDATE, Action.ADOPT, Action.RENAME, Action.DELETE, Action.RELEASE)
 
 
 class Reason(StrEnum):
@@ -60,6 +61,8 @@ class Reason(StrEnum):
     MANAGED = "managed"  # owned by this fleet: updated or unchanged
     INSTALL_SETTINGS = "install-settings"  # the root profile's install-wide settings
     RENAMED = "renamed"  # a routine or room found under its renamed_from name
+    PROFILE_RENAMED = "profile-renamed"  # a bot's profile renamed from its renamed_from (or a rename finished)
+    RENAME_REFUSED = "rename-refused"  # a bot rename that would take what is not ours, or race a gateway
     RECREATED = "recreated"  # owned, but deleted outside hermes-fleet: made again (drift)
     ADOPTED = "adopted"  # an existing object taken over with --adopt
     ID_EXISTS = "id-exists"  # a room with this fleet's own id exists (a lost create reply): taken over
@@ -274,6 +277,18 @@ class GatewayView:
 
 
 @dataclass(frozen=True)
+class RenameSeen:
+    """What observing found for one bot rename (`renamed_from`), beyond the two profiles themselves."""
+
+    source: str  # the old profile name
+    # The profile named by the owner marker inside the *new* folder when that marker is this
+    # fleet's: the old name after a rename that was cut short before the marker was rewritten.
+    target_marker: str | None = None
+    gateway_running: str = ""  # non-empty: why a gateway is taken to run for the old profile
+    honcho: bool = False  # the old profile has a Honcho host block somewhere (incl. ~/.honcho)
+
+
+@dataclass(frozen=True)
 class Observed:
     """Everything read from the machine for one plan: the home, the gateway, resolved secrets."""
 
@@ -292,6 +307,7 @@ class Observed:
     hermes_version_source: str = ""  # how it was found, or why it is unknown
     managed_scope: str | None = None  # Hermes' machine-wide managed scope folder, when there is one
     managed_config: Mapping[str, Any] = field(default_factory=dict)  # its config.yaml, whose leaves win
+    renames: Mapping[str, RenameSeen] = field(default_factory=dict)  # new bot name -> its rename's facts
 
 
 @dataclass(frozen=True)
@@ -331,6 +347,7 @@ __all__ = [
     "Options",
     "Plan",
     "Reason",
+    "RenameSeen",
     "RunResult",
     "absent_profile",
 ]

@@ -15,12 +15,24 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 
-from controller.adapters import configfile, cronstore, envfile, fsio, hermes_install, home, profilemeta, profiles, sessions
+from controller.adapters import (
+    configfile,
+    cronstore,
+    envfile,
+    fsio,
+    hermes_install,
+    home,
+    honcho,
+    profilemeta,
+    profiles,
+    runtime,
+    sessions,
+)
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
 from controller.core import rooms
-from controller.core.inventory import INSTALL_KEY, Inventory, routine_parts, split_key
-from controller.core.types import GatewayView, LiveProfile, Observed
+from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_parts, split_key
+from controller.core.types import GatewayView, LiveProfile, Observed, RenameSeen
 from controller.engine import records
 from controller.errors import ControllerError, RefusedValue, SecretUnavailable
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
@@ -47,12 +59,13 @@ def observe(
     under `.hermes-fleet/`, leads out of where it belongs through a symlink.
     """
     home.check_state(root)
-    names = set(state.bots) | set(inventory.owned_bots())
+    sources = rename_sources(state, inventory)
+    names = set(state.bots) | set(inventory.owned_bots()) | sources
     live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots)}
     for name in sorted(names - {DEFAULT_PROFILE}):
         live[name] = observe_profile(root, name)
     foreign, foreign_install = _foreign(root, state.fleet)
-    jobs, job_errors, timezones = _observe_routines(root, state, inventory, live)
+    jobs, job_errors, timezones = _observe_routines(root, state, inventory, live, sources)
     env_values: dict[str, Mapping[str, str]] = {}
     secret_keys: dict[str, frozenset[str]] = {}
     secret_errors: dict[str, str] = {}
@@ -81,7 +94,47 @@ def observe(
         hermes_version_source=hermes.source,
         managed_scope=managed.path if managed else None,
         managed_config=managed.config if managed else {},
+        renames=observe_renames(root, state, live),
     )
+
+
+def rename_sources(state: DesiredState, inventory: Inventory) -> set[str]:
+    """The old profiles of the renames still to be done: a rename this fleet finished (the inventory
+    holds the new name and not the old) needs no look at the old name, which may be anything now."""
+    return {
+        b.renamed_from
+        for b in state.bots.values()
+        if b.renamed_from
+        and DEFAULT_PROFILE not in (b.renamed_from, b.name)
+        and (inventory.owns(bot_key(b.renamed_from)) or not inventory.owns(bot_key(b.name)))
+    }
+
+
+def observe_renames(root: Path, state: DesiredState, live: Mapping[str, LiveProfile]) -> dict[str, RenameSeen]:
+    """For each bot with renamed_from: the marker inside the new folder, a gateway running for the
+    old profile, and whether the old profile has a Honcho host block (docs/hermes/rename.md)."""
+    out = {}
+    for name, bot in state.bots.items():
+        old = bot.renamed_from
+        if old is None or DEFAULT_PROFILE in (old, name):
+            continue
+        marker = inventory_file.read_marker_any(root, name) if live[name].exists else None
+        old_live = live.get(old)
+        running = ""
+        if old_live is not None and old_live.exists:
+            process = runtime.gateway(old_live.path)
+            if process.running:
+                running = f"pid {process.pid}, from {process.source}"
+        served = runtime.gateway(root)
+        if served.running and old in served.served_profiles:
+            running = running or f"the root's gateway (pid {served.pid}) serves profile {old!r}"
+        out[name] = RenameSeen(
+            source=old,
+            target_marker=str(marker["profile"]) if marker and marker.get("fleet") == state.fleet else None,
+            gateway_running=running,
+            honcho=honcho.has_host(root, old, name if live[name].exists else old),
+        )
+    return out
 
 
 # --- profiles -------------------------------------------------------------------------------------
@@ -173,14 +226,15 @@ def image_digest(path: str) -> tuple[str, str]:
 
 
 def _observe_routines(
-    root: Path, state: DesiredState, inventory: Inventory, live: Mapping[str, LiveProfile]
+    root: Path, state: DesiredState, inventory: Inventory, live: Mapping[str, LiveProfile], sources: set[str]
 ) -> tuple[dict[str, tuple[Mapping[str, Any], ...]], dict[str, str], dict[str, tzinfo | None]]:
-    """Each bot's own cron store, and the Hermes `timezone` its scheduler uses."""
+    """Each bot's own cron store, and the Hermes `timezone` its scheduler uses (a rename's old
+    profile's too: its jobs are the renamed bot's)."""
     jobs: dict[str, tuple[Mapping[str, Any], ...]] = {}
     errors: dict[str, str] = {}
     timezones: dict[str, tzinfo | None] = {}
     owners = {routine_parts(split_key(k)[1])[0] for k in inventory.keys_of("routine")}
-    for name in sorted(owners | {n for n, b in state.bots.items() if b.routines}):
+    for name in sorted(owners | sources | {n for n, b in state.bots.items() if b.routines}):
         profile = live.get(name) or observe_profile(root, name, with_bot_chat=False)
         try:
             jobs[name] = tuple(cronstore.read_jobs(profile.path) or []) if profile.exists else ()

@@ -65,6 +65,7 @@ class DesiredBot:
     clone_from: str | None = None
     create_empty: bool = False
     host: str | None = None
+    renamed_from: str | None = None  # the profile this bot was called before (docs/hermes/rename.md)
 
 
 @dataclass(frozen=True)

@@ -484,6 +484,7 @@ class _Checks:
         self.check_policies()
         for bot in self.g.bots:
             self.check_bot(bot)
+        self.check_renames()
         self.check_routines()
         self.check_mentions()
         for room in self.g.rooms:
@@ -562,6 +563,57 @@ class _Checks:
             self.check_file(item.at("soul_file"), item.base_dir, bot.soul_file, MAX_SOUL_BYTES, text=True)
         if bot.avatar is not None and bot.avatar.image is not None:
             self.check_file(item.at("avatar", "image"), item.base_dir, bot.avatar.image, MAX_IMAGE_BYTES, image=True)
+
+    def check_renames(self) -> None:
+        """`renamed_from` on a bot: what the manifests alone can refuse (the home's side, a source that
+        is not this fleet's bot or a target that exists, is refused by plan and apply as rename-refused)."""
+        renames = {x.obj.name: x.obj.renamed_from for x in self.g.bots if x.obj.renamed_from is not None}
+        claimed: dict[str, Declared] = {}
+        for item in self.g.bots:
+            bot: Bot = item.obj
+            old = bot.renamed_from
+            if old is None:
+                continue
+            where = item.at("renamed_from")
+            problem = naming.profile_name_problem(old)
+            if problem:
+                self.report.error(where, f"renamed_from {old!r} is not a valid profile name: {problem}", code="name")
+            elif DEFAULT_PROFILE in (old, bot.name):
+                self.report.error(
+                    where,
+                    "the default profile is the Hermes root: it is never renamed, and no bot is renamed into it",
+                    "remove renamed_from (Hermes itself refuses `hermes profile rename` of or to 'default')",
+                    "default_profile",
+                )
+            elif old == bot.name:
+                self.report.error(where, f"bot {bot.name!r} is renamed from itself", "remove renamed_from", "reference")
+            elif old in renames:
+                self.report.error(
+                    where,
+                    f"renamed_from {old!r} names a bot that is itself renamed (from {renames[old]!r}): "
+                    "a chain of renames is not applied in one step",
+                    f"rename {renames[old]!r} to {old!r} first and apply, then rename {old!r} to {bot.name!r}",
+                    "rename_chain",
+                )
+            elif old in self.bot_names:
+                self.report.error(
+                    where,
+                    f"renamed_from {old!r} names a bot that is still declared",
+                    f"remove bot {old!r} from the manifests, or drop renamed_from",
+                    "reference",
+                )
+            if old in claimed:
+                other = claimed[old]
+                line = other.doc.locate(other.at("renamed_from")[1])[0]
+                self.report.error(
+                    where,
+                    f"bots {other.obj.name!r} and {bot.name!r} are both renamed from {old!r} "
+                    f"(the other at {other.doc.source}:{line}); one profile becomes one bot",
+                    "keep renamed_from on one of them",
+                    "duplicate",
+                )
+            else:
+                claimed[old] = item
 
     def check_clone_from(self, item: Declared, bot: Bot) -> None:
         assert bot.clone_from is not None
@@ -1119,6 +1171,7 @@ def _desired_bot(
         clone_from=bot.clone_from,
         create_empty=bool(bot.create_empty),
         host=bot.host,
+        renamed_from=bot.renamed_from,
     )
 
 

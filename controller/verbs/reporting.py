@@ -241,6 +241,7 @@ _SIGIL = {
     "create": "+",
     "update": "~",
     "adopt": "~",
+    "rename": ">",
     "delete": "-",
     "conflict": "!",
     "error": "!",
@@ -272,7 +273,7 @@ def _fmt(value: Any) -> str:
 
 def plan_text(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> str:
     p = Palette(color)
-    paint = {"+": p.green, "~": p.yellow, "-": p.red, "!": p.red, "?": p.cyan, "=": p.dim}
+    paint = {"+": p.green, "~": p.yellow, ">": p.yellow, "-": p.red, "!": p.red, "?": p.cyan, "=": p.dim}
     lines = [p.bold(f"Fleet {plan.fleet!r}") + p.dim(f" · manifests {plan.digest[:19]} · home {home}"), ""]
     quiet = 0
     for change in plan.changes:
@@ -311,6 +312,8 @@ def plan_summary_line(plan: Plan, p: Palette | None = None) -> str:
     p = p or Palette(False)
     c = plan.counts()
     parts = [f"{c['create']} to create", f"{c['update']} to update", f"{c['adopt']} to adopt", f"{c['delete']} to delete"]
+    if c["rename"]:
+        parts.insert(3, f"{c['rename']} to rename")
     extra = []
     if c["orphan"]:
         extra.append(f"{c['orphan']} orphaned (kept; --prune deletes)")
@@ -415,7 +418,14 @@ def insights_text(ins: Insights, *, color: bool) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
-_DONE = {"create": "created", "update": "updated", "adopt": "adopted", "delete": "deleted (backed up)", "release": "released"}
+_DONE = {
+    "create": "created",
+    "update": "updated",
+    "adopt": "adopted",
+    "rename": "renamed",
+    "delete": "deleted (backed up)",
+    "release": "released",
+}
 
 
 def apply_text(results: ApplyResult, *, color: bool, not_applied: int = 0) -> str:

@@ -19,6 +19,7 @@ class Pristine:
     v1: Path
     v2: Path
     user: Path
+    v3: Path  # v1 with alpha renamed to scout
 
 
 def need_hermes() -> None:
@@ -45,6 +46,8 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Pristine:
     env = scenario.environ(user)
     v1 = scenario.manifests(base / "v1", 1)
     v2 = scenario.manifests(base / "v2", 2)
+    v3 = scenario.manifests(base / "v3", 3)
     first = scenario.run_cli(["apply", "-f", v1, "--home", root, "--adopt"], env)
     assert first.returncode == 0, first.stdout + first.stderr
-    return Pristine(root=root, base_root=cli.root, env=env, v1=v1, v2=v2, user=user)
+    scenario.add_rename_traces(root)
+    return Pristine(root=root, base_root=cli.root, env=env, v1=v1, v2=v2, user=user, v3=v3)

@@ -11,6 +11,9 @@ A "pristine" home is what a user has after running the previous version of the f
 Fleet v2 changes nearly everything: titles, an avatar image, a secret, routines (changed, added,
 removed with --prune), a new bot `gamma` (a profile created from scratch), `delta` pruned (moved to a
 backup), install-wide timezone. Applying v2 to the pristine home is the "update run".
+
+Fleet v3 is v1 with `alpha` renamed to `scout` (`renamed_from: alpha`): the "rename run" moves a
+profile with a secret, a SOUL, an avatar, a Bot Chat and two routines.
 """
 
 from __future__ import annotations
@@ -53,8 +56,13 @@ def environ(user_home: Path, *, secret_or: str = SECRET_OR_V1) -> dict[str, str]
     return env
 
 
+RENAMED = ("alpha", "scout")  # fleet v3: (old, new)
+
+
 def manifests(folder: Path, version: int) -> Path:
-    """Write fleet v1 or v2 (one Fleet document plus its soul and avatar files); returns the yaml."""
+    """Write fleet v1, v2 or v3 (one Fleet document plus its soul and avatar files); returns the yaml."""
+    renamed = version == 3
+    version = 1 if renamed else version
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "alpha-soul.md").write_text(f"You are Alpha, version {version}.\n", encoding="utf-8")
     (folder / "avatar.png").write_bytes(tiny_png((200, 30, 60) if version == 1 else (10, 120, 250)))
@@ -71,6 +79,8 @@ def manifests(folder: Path, version: int) -> Path:
             {"name": "Sweep", "schedule": "every 30m", "script": "sweep.sh", "no_agent": True},
         ],
     }
+    if renamed:
+        alpha["name"], alpha["renamed_from"] = RENAMED[1], RENAMED[0]
     if version == 2:
         alpha["routines"].append({"name": "Weekly", "schedule": "0 10 * * 1", "prompt": "Plan the week"})
     beta: dict[str, Any] = {
@@ -241,3 +251,26 @@ def ui_meta(root: Path, bot: str) -> dict[str, Any]:
 def job_names(root: Path, bot: str) -> list[str]:
     path = root / "profiles" / bot / "cron" / "jobs.json"
     return [j.get("name") for j in json.loads(path.read_text(encoding="utf-8"))["jobs"]]
+
+
+def job_ids(root: Path, bot: str) -> list[str]:
+    path = root / "profiles" / bot / "cron" / "jobs.json"
+    return sorted(j.get("id") for j in json.loads(path.read_text(encoding="utf-8"))["jobs"])
+
+
+def add_rename_traces(root: Path) -> None:
+    """What else names the profile fleet v3 renames (docs/hermes/rename.md): Honcho host blocks in
+    the profile's and the root's honcho.json, the sticky active_profile, and a Desktop-made job."""
+    old = RENAMED[0]
+    (root / "profiles" / old / "honcho.json").write_text(
+        json.dumps({"hosts": {f"hermes_{old}": {"workspace": "acme"}}}, indent=2) + "\n", encoding="utf-8"
+    )
+    (root / "honcho.json").write_text(
+        json.dumps({"apiKey": "not-a-secret-here", "hosts": {f"hermes.{old}": {"aiPeer": old}, "hermes": {}}}) + "\n",
+        encoding="utf-8",
+    )
+    (root / "active_profile").write_text(old + "\n", encoding="utf-8")
+    store = root / "profiles" / old / "cron" / "jobs.json"
+    data = json.loads(store.read_text(encoding="utf-8"))
+    data["jobs"].append({"id": "desk00000001", "name": f"[bot:{old}] From Desktop", "prompt": f"hermes -p {old} chat -q hi"})
+    store.write_text(json.dumps(data, indent=2), encoding="utf-8")

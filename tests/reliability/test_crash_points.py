@@ -1,13 +1,15 @@
 """Crash safety: kill `apply` at every write point in turn, then check the home and converge it.
 
-For two runs of the realistic fleet (scenario.py) — the first apply that adopts a profile real
-Hermes made, and the update run v1 -> v2 with --prune — the write points of an uninterrupted apply
+For three runs of the realistic fleet (scenario.py) — the first apply that adopts a profile real
+Hermes made, the update run v1 -> v2 with --prune, and the rename run v1 -> v3 (bot alpha renamed
+to scout: one folder rename, then the marker, the cron store, the inventory) — the write points of an uninterrupted apply
 are counted (fsio.WRITE_HOOKS fires once before every rename that publishes a file or a folder).
 Then, for every k in 1..N, a fresh copy of the home gets an apply in a subprocess whose hook calls
 `os._exit(137)` at write point k, and:
 
 * every JSON / YAML / .env / SQLite file under the home parses;
-* every file is byte-identical to its version before the run or after an uninterrupted run; a file
+* every file is byte-identical to its version before the run (for a renamed profile's files, the
+  version under the old name) or after an uninterrupted run; a file
   whose uninterrupted content is not reproducible (timestamps, fresh job ids: the files that differ
   between two uninterrupted runs) must be byte-identical to its old version or to bytes that this
   very run staged in full (logged by the hook just before publishing);
@@ -99,6 +101,8 @@ def reference(run: Run, scratch: Path) -> Run:
 def check_crashed(run: Run, home: Path, log: Path, k: int, intermediate: list[str]) -> list[str]:
     """The state a kill at write point k left; returns its debris (intermediate versions go to the list)."""
     old = normalized(run.before)
+    moved = {f"profiles/{scenario.RENAMED[1]}/" + rel.split("/", 2)[2]: data for rel, data in old.items()
+             if rel.startswith(f"profiles/{scenario.RENAMED[0]}/")}  # fmt: skip
     staged: dict[str, set[str]] = {}
     for line in log.read_text().splitlines():
         n, target, sha = line.split("\t")
@@ -110,7 +114,7 @@ def check_crashed(run: Run, home: Path, log: Path, k: int, intermediate: list[st
         path = home / rel if (home / rel).exists() else None
         if path is not None:
             scenario.parse_file(path)
-        if old.get(rel) == data or run.after.get(rel) == data:
+        if old.get(rel) == data or run.after.get(rel) == data or (rel not in old and moved.get(rel) == data):
             continue
         if Path(rel).name in UNHOOKED:
             continue
@@ -153,13 +157,22 @@ def check_converged(run: Run, home: Path, k: int) -> None:
     for rel, data in now.items():
         if rel not in run.volatile and Path(rel).name not in UNHOOKED:
             assert data == run.after[rel], f"write point {k}: {rel} differs from the uninterrupted result"
-    for bot in ("alpha", "beta", "legacy", "gamma", "delta"):
+    for bot in ("alpha", "beta", "legacy", "gamma", "delta", scenario.RENAMED[1]):
         store = f"profiles/{bot}/cron/jobs.json"
         if store in run.after:
             names = Counter(scenario.job_names(home, bot))
             want = Counter(j.get("name") for j in json.loads(run.after[store])["jobs"])
             assert names == want, f"write point {k}: cron jobs of {bot}: {names} != {want}"
     assert scenario.HAND_JOB in scenario.job_names(home, "legacy")
+    old, new = scenario.RENAMED
+    if (run.before / "profiles" / old).is_dir() and not (home / "profiles" / old).exists():
+        # A rename, however it was cut short, keeps every job id of the old profile.
+        assert scenario.job_ids(home, new) == scenario.job_ids(run.before, old), f"write point {k}: job ids changed"
+        names = scenario.job_names(home, new)
+        assert f"[bot:{new}] From Desktop" in names and not any(f"[bot:{old}]" in str(n) for n in names), names
+        assert (home / "active_profile").read_text() == new + "\n"
+        hosts = json.loads((home / "honcho.json").read_text())["hosts"]
+        assert set(hosts) == {f"hermes_{new}", "hermes"}, f"write point {k}: {hosts}"
     meta = scenario.ui_meta(home, "legacy")
     for ns, value in scenario.FOREIGN_UI_META.items():
         assert meta.get(ns) == value, f"write point {k}: ui_meta[{ns!r}] lost"
@@ -181,14 +194,18 @@ def runs(p: Pristine) -> list[Run]:
     return [
         Run("first-adopt", p.base_root, p.v1, ("--adopt",), p.env),
         Run("update-prune", p.root, p.v2, ("--prune",), p.env),
+        Run("rename", p.root, p.v3, (), p.env),
     ]
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["first-adopt", "update-prune"])
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["first-adopt", "update-prune", "rename"])
 def test_kill_at_every_write_point(pristine: Pristine, tmp_path: Path, which: int) -> None:
     run = reference(runs(pristine)[which], tmp_path)
     n = len(run.points)
-    assert n >= 10, run.points  # the scenario really writes: profiles, routines, avatar, backup, inventory
+    if run.name == "rename":
+        assert f"profiles/{scenario.RENAMED[1]}" in run.points, run.points  # the folder rename is a write point
+    else:
+        assert n >= 10, run.points  # the scenario really writes: profiles, routines, avatar, backup, inventory
     with ThreadPoolExecutor(max_workers=2) as pool:
         outcomes = list(pool.map(lambda k: crash_at(run, tmp_path, k), range(1, n + 1)))
     REPORT[run.name] = {"write_points": n, "outcomes": outcomes}
@@ -218,7 +235,7 @@ def term_at(run: Run, scratch: Path, k: int) -> dict[str, Any]:
     return {"k": k, "point": run.points[k - 1]}
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["first-adopt", "update-prune"])
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["first-adopt", "update-prune", "rename"])
 def test_sigterm_at_every_write_point_cleans_up_like_sigint(pristine: Pristine, tmp_path: Path, which: int) -> None:
     """SIGTERM at write point k: the write in progress removes its temp file, a half-built profile its
     staging folder (exit 143, like SIGINT's cleanup); nothing to sweep, and the next apply converges."""
@@ -228,7 +245,7 @@ def test_sigterm_at_every_write_point_cleans_up_like_sigint(pristine: Pristine, 
     assert len(outcomes) == len(run.points)
 
 
-@pytest.mark.parametrize("which", [0, 1], ids=["first-adopt", "update-prune"])
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["first-adopt", "update-prune", "rename"])
 def test_io_error_at_every_write_point(pristine: Pristine, tmp_path: Path, which: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process: OSError(EIO) at write k -> exit 1 with a message, no traceback; next apply converges."""
     import errno

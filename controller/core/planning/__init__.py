@@ -7,14 +7,18 @@ before routines and rooms look at what their bots will do.
 
 from __future__ import annotations
 
-from controller.core.planning import bots, notes, prune, rooms, routines
+from controller.core.planning import bots, notes, prune, renames, rooms, routines
 from controller.core.types import Action, Inputs, Kind, ObjectChange, Plan
 
 
 def plan(inputs: Inputs) -> Plan:
     state = inputs.state
+    decisions = renames.decide_all(inputs)
+    observed = inputs.observed
+    # Everything below plans the home as it will be once the renames have moved their profiles.
+    inputs = renames.view(inputs, decisions)
     changes: list[ObjectChange] = [bots.plan_install(inputs)]
-    changes += [bots.plan_bot(inputs, bot) for bot in state.bots.values()]
+    changes += [renames.marked(bots.plan_bot(inputs, bot), decisions.get(bot.name)) for bot in state.bots.values()]
     changes += [bots.plan_orphan(inputs, name) for name in inputs.inventory.owned_bots() if name not in state.bots]
     changes = prune.guard(inputs, changes)
     bot_actions: dict[str, Action] = {c.name: c.action for c in changes if c.kind is Kind.BOT}
@@ -28,5 +32,5 @@ def plan(inputs: Inputs) -> Plan:
         digest=state.digest,
         changes=tuple(changes),
         prune=inputs.options.prune,
-        notes=tuple(notes.plan_notes(inputs) + room_notes),
+        notes=tuple(notes.plan_notes(inputs) + room_notes + renames.notes(decisions, observed)),
     )

@@ -6,12 +6,14 @@ re-read just before it is written, so a concurrent Hermes writer loses nothing.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import configfile, envfile, fsio, home, profilemeta, profiles, sessions
+from controller.adapters import configfile, cronstore, envfile, fsio, home, honcho, profilemeta, profiles, sessions
 from controller.adapters import history as history_file
 from controller.adapters import inventory as inventory_file
 from controller.adapters.home import profile_dir
@@ -19,8 +21,11 @@ from controller.core import jobs
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_key, routine_parts, split_key
 from controller.core.planning.bots import applied_record, bot_desired, clear_value, install_fields, owned_by
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op
-from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
+from controller.engine import records
+from controller.errors import ConflictError
+from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension, renaming
 from controller.hermes.env import PROFILE_ENV_HEADER
+from controller.hermes.renaming import ACTIVE_PROFILE, HONCHO_FILE
 from controller.manifests import references
 from controller.manifests.desired import DesiredBot
 
@@ -45,6 +50,11 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs, kept: list[st
         record(inventory, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated")
         return
     name = change.name
+    if change.action is Action.RENAME:
+        move_profile(root, change.ref, name, inputs)
+    elif change.action is Action.CREATE and change.ref and inventory.owns(bot_key(change.ref)):
+        # A rename whose old profile is gone: the new bot is created empty, the old records go with it.
+        inventory.rename_bot(change.ref, name)
     if change.action is not Action.CREATE:
         home.check_profile(root, name)  # containment, checked again right before the writes
     if change.action is Action.DELETE:
@@ -77,8 +87,43 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs, kept: list[st
     if change.action is not Action.CREATE:
         keep_hand_edits(root, path, change.fields, inputs, kept)
     write_fields(path, change.fields, want.fields, bot=bot)
-    verb = {Action.CREATE: "created", Action.ADOPT: "adopted"}.get(change.action, "updated")
+    verb = {Action.CREATE: "created", Action.ADOPT: "adopted", Action.RENAME: "renamed"}.get(change.action, "updated")
     record(inventory, bot_key(name), want.fields, want.secret_keys, verb)
+
+
+def move_profile(root: Path, old: str, new: str, inputs: Inputs) -> None:
+    """Rename profile `old` to `new` as `hermes profile rename` does (docs/hermes/rename.md), plus
+    the Bot Mode names in its cron store and this fleet's own records.
+
+    Each step is one atomic write and safe to repeat, so a run cut short anywhere is finished by
+    the next one (core.planning.renames: `finish`): the folder (one rename), the owner marker, the
+    Honcho host blocks, `active_profile`, the cron store, the inventory.
+    """
+    fleet = inputs.state.fleet
+    source, target = home.check_profile_dir(root, old), home.check_profile_dir(root, new)
+    home.check_profile(root, DEFAULT_PROFILE, (HONCHO_FILE, ACTIVE_PROFILE))  # the root's files, no way out
+    if not os.path.lexists(target):
+        home.check_profile(root, old, (*home.PROFILE_ENTRIES, HONCHO_FILE))  # containment of what moves
+        fsio.publish_dir(source, target)  # everything inside moves with it: memories, state.db, skills, cron
+    elif (inventory_file.read_marker_any(root, new) or {}).get("fleet") != fleet:
+        raise ConflictError(f"{target} appeared while hermes-fleet was renaming {old!r} to it", hint="run apply again")
+    home.check_profile(root, new, (*home.PROFILE_ENTRIES, HONCHO_FILE))
+    if inventory_file.read_marker(root, new) is None:
+        inventory_file.write_marker(target, fleet, new)
+    for path in honcho.files(root, new):
+        honcho.rewrite(path, lambda data: renaming.honcho_renamed(data, old, new))
+    sticky = Path(root) / ACTIVE_PROFILE
+    current = fsio.read_or_none(sticky) if sticky.is_file() else None
+    if current is not None and current.decode("utf-8", "replace").strip() == old:
+        fsio.atomic_write_text(sticky, new + "\n", expect=current)
+    if cronstore.jobs_path(target).is_file():
+
+        def retarget(jobs: list[dict[str, Any]]) -> bool:
+            return any([renaming.retarget_job(job, old, new) for job in jobs])  # every job, no short cut
+
+        cronstore.update(target, retarget, now=datetime.now().astimezone())
+    if inputs.inventory.rename_bot(old, new):
+        records.save(root, inputs.inventory)
 
 
 def owned_with(key: str, bot: str) -> bool:

@@ -271,6 +271,11 @@ class BotSpec(_BotSettings):
         description="The machine this bot lives on (a reconciler applies only its --host's slice); "
         "default: every machine that applies the fleet.",
     )
+    renamed_from: NonEmpty | None = Field(
+        default=None,
+        description="The bot's previous name: apply renames that profile (memories, sessions, skills, "
+        "Bot Chat, .env, routines, rooms) instead of making a new, empty one.",
+    )
 
     @model_validator(mode="after")
     def _exclusive(self) -> BotSpec:
