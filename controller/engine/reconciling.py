@@ -71,11 +71,24 @@ def apply_once(
     should_stop: Callable[[], bool] | None = None,
     gateway: gw.GatewayOptions | None = None,
     hermes_version: str | None = None,
+    on_progress: applying.ProgressFn | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
-    """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written."""
+    """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written.
+    `on_progress(done, total, object)` is called as the apply goes (applying.apply_plan)."""
     try:
         return _apply_once(
-            root, state, files, options, lock_timeout, revision, before_apply, on_conflict, should_stop, gateway, hermes_version
+            root,
+            state,
+            files,
+            options,
+            lock_timeout,
+            revision,
+            before_apply,
+            on_conflict,
+            should_stop,
+            gateway,
+            hermes_version,
+            on_progress,
         )
     finally:
         if gateway is not None:
@@ -94,6 +107,7 @@ def _apply_once(
     should_stop: Callable[[], bool] | None,
     gateway: gw.GatewayOptions | None,
     hermes_version: str | None,
+    on_progress: applying.ProgressFn | None,
 ) -> tuple[Planned, applying.ApplyResult]:
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
@@ -113,7 +127,9 @@ def _apply_once(
             raise conflict_error(planned)
         if before_apply:
             before_apply(planned)
-        results = applying.apply_plan(root, planned.plan, planned.inputs, gateway=gateway, should_stop=should_stop)
+        results = applying.apply_plan(
+            root, planned.plan, planned.inputs, gateway=gateway, should_stop=should_stop, on_progress=on_progress
+        )
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=revision)
     return planned, results

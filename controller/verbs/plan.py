@@ -15,6 +15,7 @@ from controller.engine.reconciling import Planned
 from controller.errors import ConflictError, ExitCode
 from controller.manifests.desired import DesiredState
 from controller.verbs import common, reporting
+from controller.verbs.progress import ProgressLine
 
 NOTIFY_TIMEOUT = 10.0  # apply --notify: how long the deliveries may take after the apply
 
@@ -104,6 +105,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             render_plan(planned, args)
 
     root = resolve_root(args.home)
+    progress = ProgressLine(enabled=None if text_mode else False)
     try:
         planned, results = reconciling.apply_once(
             root,
@@ -115,11 +117,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
             on_conflict=lambda p: render_plan(p, args, kind="apply"),
             gateway=common.gateway_options(args),
             hermes_version=args.hermes_version,
+            on_progress=progress,
         )
     except ConflictError as exc:
         if getattr(args, "notify", False):
             notify(result.state, notifying.apply_events(result.state.fleet, str(root), failed=(), pruned=(), conflict=str(exc)))
         raise
+    finally:
+        progress.close()
     plan = planned.plan
     if getattr(args, "notify", False):
         failed = [f"{o.change.key}: {o.error}" for o in results.failed] + [f"{c.key}: {c.reason}" for c in plan.errors]
