@@ -14,7 +14,7 @@ from pathlib import Path
 
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
-from controller.adapters import locking, profiles
+from controller.adapters import locking, parsecache, profiles
 from controller.core import planning
 from controller.core.types import Inputs, Options, Plan, RunResult
 from controller.engine import applying, observing, records
@@ -43,6 +43,7 @@ def plan_home(
     hermes_version: str | None = None,
 ) -> Planned:
     """Observe and plan; writes nothing (the gateway is only read)."""
+    parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
     inventory = records.load(root, state.fleet)
     inventory.reclaim(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
     observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
@@ -109,6 +110,7 @@ def _apply_once(
     hermes_version: str | None,
     on_progress: applying.ProgressFn | None,
 ) -> tuple[Planned, applying.ApplyResult]:
+    parsecache.start_run()
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
     early = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version)
@@ -132,6 +134,7 @@ def _apply_once(
         )
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=revision)
+        parsecache.save(root)
     return planned, results
 
 

@@ -20,7 +20,7 @@ from controller.adapters import inventory as inventory_file
 from controller.engine.watching import Log, ProgressLog
 from controller.verbs import progress as progress_mod
 from controller.verbs.progress import ProgressLine
-from tests.integration.helpers import apply, plan, write_fleet
+from tests.integration.helpers import apply, changes, fields, plan, write_fleet
 
 
 def fleet_with_routines(manifests: Path, bots: int, routines: int) -> Path:
@@ -30,6 +30,8 @@ def fleet_with_routines(manifests: Path, bots: int, routines: int) -> Path:
             {
                 "name": f"bot{i}",
                 "title": f"Bot {i}",
+                "toolsets": ["web"],
+                "config": {"agent.max_turns": 20 + i},
                 "routines": [{"name": f"r{r}", "schedule": "every 2h", "prompt": f"do {r}"} for r in range(routines)],
             }
             for i in range(bots)
@@ -194,3 +196,85 @@ def test_reconciler_logs_progress_every_two_seconds() -> None:
         ("apply_progress", 7, 300, "bot/h"),
         ("apply_progress", 20, 300, "routine/t/*"),
     ]
+
+
+# --- the parse cache (adapters/parsecache.py) -----------------------------------------------------
+
+
+@pytest.fixture
+def fresh_parser(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A parser memo as in a new process, and a list of the texts really parsed."""
+    from controller.adapters import configfile, parsecache
+
+    monkeypatch.setattr(configfile, "_MEMO", {})
+    monkeypatch.setattr(configfile, "_LAST", {})
+    monkeypatch.setattr(parsecache, "_LOADED", set())
+    parsed: list[str] = []
+    real = configfile._parse_plain
+
+    def counting(text: str) -> dict[str, Any] | None:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(configfile, "_parse_plain", counting)
+    return parsed
+
+
+def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller.adapters import configfile, parsecache
+
+    monkeypatch.setattr(configfile, "_MEMO", {})
+    monkeypatch.setattr(parsecache, "_LOADED", set())
+
+
+def test_a_plan_after_apply_parses_no_yaml_file(
+    home: Path, manifests: Path, fresh_parser: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from controller.adapters import parsecache
+
+    manifest = fleet_with_routines(manifests, bots=4, routines=1)
+    assert apply(manifest, home).code == 0
+    cache = parsecache.cache_path(home)
+    assert cache.is_file() and (cache.stat().st_mode & 0o777) == 0o600
+    documents = json.loads(cache.read_text())["documents"]
+    assert len(documents) >= 8  # each bot's config.yaml and profile.yaml, as the apply left them
+    new_process(monkeypatch)
+    fresh_parser.clear()
+    assert plan(manifest, home, "--detailed-exitcode").code == 0
+    assert fresh_parser == []
+
+
+def test_an_edit_of_the_same_size_in_the_same_second_is_seen(
+    home: Path, manifests: Path, fresh_parser: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache is keyed by the text's digest, so no stat field can hide an edit: here the inode,
+    size and mtime are kept (ctime cannot be set back; a coarse clock can repeat it)."""
+    manifest = write_fleet(manifests, [{"name": "a", "title": "Alpha", "config": {"agent.max_turns": 21}}])
+    assert apply(manifest, home).code == 0
+    config = home / "profiles" / "a" / "config.yaml"
+    before = config.stat()
+    text = config.read_text()
+    assert "max_turns: 21" in text
+    with open(config, "r+", encoding="utf-8") as handle:  # in place: the same inode
+        handle.write(text.replace("max_turns: 21", "max_turns: 29"))
+    os.utime(config, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = config.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    new_process(monkeypatch)
+    field = fields(changes(manifest, home)["bot/a"])["config:agent.max_turns"]
+    assert (field["old"], field["new"], field["drift"]) == (29, 21, True)
+
+
+def test_a_damaged_cache_is_ignored(
+    home: Path, manifests: Path, fresh_parser: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from controller.adapters import parsecache
+
+    manifest = fleet_with_routines(manifests, bots=2, routines=0)
+    assert apply(manifest, home).code == 0
+    for damage in ("{not json", json.dumps({"version": 99, "documents": {}}), json.dumps([1, 2])):
+        parsecache.cache_path(home).write_text(damage)
+        new_process(monkeypatch)
+        fresh_parser.clear()
+        assert plan(manifest, home, "--detailed-exitcode").code == 0
+        assert fresh_parser  # everything parsed again, nothing wrong
