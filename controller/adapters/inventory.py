@@ -21,6 +21,8 @@ from controller.errors import HermesStateError
 
 MARKER = OWNER_MARKER
 MAX_MARKER_BYTES = 64 * 1024
+# About 4 KB per bot with three routines (41 MB at 10,000 bots): far above fsio's 64 MiB default.
+MAX_INVENTORY_BYTES = 512 * 1024 * 1024
 
 
 def inventory_dir(root: Path) -> Path:
@@ -35,7 +37,7 @@ def read(root: Path, fleet: str) -> dict[str, Any] | None:
     """The inventory document of `fleet` (None when there is none yet)."""
     path = inventory_path(root, fleet)
     check_state_path(root, path)
-    raw = fsio.read_bounded(path)  # unreadable, a FIFO, too large: a HermesStateError naming it
+    raw = fsio.read_bounded(path, MAX_INVENTORY_BYTES)  # unreadable, a FIFO, too large: a HermesStateError
     if raw is None:
         return None
     try:
@@ -58,11 +60,27 @@ def read(root: Path, fleet: str) -> dict[str, Any] | None:
 def write(root: Path, fleet: str, data: dict[str, Any]) -> None:
     """Replace the inventory document of `fleet` atomically (0600)."""
     folder = inventory_dir(root)
-    text = json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
+    text = render(data)
     # A full disk, a read-only home: fsio's clear HermesStateError; the old inventory stays.
     check_state_path(root, folder)
     fsio.make_dirs(folder, mode=0o700)
     fsio.atomic_write_text(inventory_path(root, fleet), text, mode=0o600)
+
+
+def render(data: dict[str, Any]) -> str:
+    """The document as JSON with one object per line (`objects` last, keys sorted).
+
+    Compact JSON goes through the C encoder; `indent=` would take the pure-Python one, 4-6x slower
+    (7.5 s instead of 1.3 s for the 40,000 objects of 10,000 bots x 3 routines).
+    """
+
+    def compact(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+
+    head = [f"{compact(key)}:{compact(data[key])}" for key in sorted(data) if key != "objects"]
+    objects = [f"{compact(key)}:{compact(value)}" for key, value in sorted(data.get("objects", {}).items())]
+    body = ",\n".join([*head, '"objects":{\n' + ",\n".join(objects) + "\n}" if objects else '"objects":{}'])
+    return "{\n" + body + "\n}\n"
 
 
 def all_fleets(root: Path) -> list[str]:
