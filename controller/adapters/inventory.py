@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,31 @@ def read(root: Path, fleet: str) -> dict[str, Any] | None:
             path=str(path),
             hint="move it away and apply with --adopt to rebuild it",
         )
+    _share_applied(data["objects"])
     return data
+
+
+def _share_applied(objects: dict[str, Any]) -> None:
+    """Hold equal lists of scalars and short strings of the `applied` records once (memory: each
+    bot's record repeats its toolsets for every platform, 22 lists). The records are values that
+    are replaced, never changed in place, so sharing them is safe."""
+    lists: dict[tuple[tuple[type, Any], ...], list[Any]] = {}
+
+    def share(value: Any) -> Any:
+        if isinstance(value, str):
+            return sys.intern(value) if len(value) <= 256 else value
+        if isinstance(value, list):
+            items = [share(v) for v in value]
+            if all(isinstance(v, str | int | float | bool) or v is None for v in items):
+                return lists.setdefault(tuple((type(v), v) for v in items), items)
+            return items
+        if isinstance(value, dict):
+            return {k: share(v) for k, v in value.items()}
+        return value
+
+    for entry in objects.values():
+        if isinstance(entry, dict) and isinstance(entry.get("applied"), dict):
+            entry["applied"] = share(entry["applied"])
 
 
 def write(root: Path, fleet: str, data: dict[str, Any]) -> None:

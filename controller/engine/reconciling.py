@@ -118,10 +118,12 @@ def _apply_once(
         if on_conflict:
             on_conflict(early)
         raise conflict_error(early)
+    owned = set(early.inputs.inventory.owned_bots())
+    del early  # the locked plan observes everything again: never hold two observations (memory)
     with locking.apply_lock(root, timeout=lock_timeout):
         # Under the lock no other hermes-fleet run writes here: a temp file or staging folder of a
         # dead process is debris of a killed run (docs/reliability.md#leftovers-of-a-killed-run).
-        swept = profiles.sweep_leftovers(root, set(state.bots) | set(early.inputs.inventory.owned_bots()))
+        swept = profiles.sweep_leftovers(root, set(state.bots) | owned)
         planned = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version)
         if planned.plan.conflicts:
             if on_conflict:
