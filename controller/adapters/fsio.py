@@ -1,7 +1,8 @@
 """Atomic, mode-keeping file writes, bounded reads, and the one OSError mapping of the adapters.
 
 Every write goes: temp file in the same folder -> write -> fsync -> os.replace -> fsync(folder),
-so a crash leaves each file either old or new (PRODUCT.md safety rule 5). `WRITE_HOOKS` lets the
+so a crash leaves each file either old or new (PRODUCT.md safety rule 5). Inside `grouped()` (one
+object of an apply) the folder fsyncs wait for the end of the block, one per folder. `WRITE_HOOKS` lets the
 fault-injection tests stop a run at the Nth write point.
 
 Every OSError of a file operation in the home becomes a `HermesStateError` here (`state_error`):
