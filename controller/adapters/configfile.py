@@ -8,11 +8,12 @@ are never touched. `hermes_defaults.effective_value` layers Hermes' defaults on 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import io
 import math
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -304,8 +305,88 @@ def _is_plain(value: Any) -> bool:
     return isinstance(value, _PLAIN_SCALARS)
 
 
-def _fast_plain(text: str) -> dict[str, Any] | None:
-    """The document as plain values via the C parser, or None when only round-trip may decide."""
+# --- parsed documents by content ------------------------------------------------------------------
+# `_fast_plain` results keyed by a digest of the text: the same text always parses to the same
+# values, so a hit can never be stale, whatever happened to the file (no path, size or time is
+# trusted). `adapters/parsecache.py` keeps the entries of an apply's files for the next run. The
+# values are shared and never mutated: readers copy (`to_plain`), writers load the round-trip tree.
+_MEMO: dict[str, dict[str, Any]] = {}
+_MEMO_MAX = 100_000  # entries; past it the memo starts over (a watch loop over a changing home)
+_LAST: dict[str, str] = {}  # source path -> digest of the text last parsed or written there
+
+
+def text_digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def _fast_plain(text: str, source: str | None = None) -> dict[str, Any] | None:
+    """The document as plain values via the C parser (or the memo), None when only round-trip may decide."""
+    key = text_digest(text)
+    plain = _MEMO.get(key)
+    if plain is None:
+        plain = _parse_plain(text)
+        if plain is None:
+            return None
+        if len(_MEMO) >= _MEMO_MAX:
+            _MEMO.clear()
+        _MEMO[key] = plain
+    if source is not None:
+        _LAST[source] = key
+    return plain
+
+
+def remember(entries: Mapping[str, Any]) -> None:
+    """Take parsed documents (digest -> plain values) a previous run stored."""
+    for key, plain in entries.items():
+        if isinstance(key, str) and type(plain) is dict and len(_MEMO) < _MEMO_MAX:
+            _MEMO.setdefault(key, plain)
+
+
+def forget_sources() -> None:
+    """Start a run: which text each file holds is recorded afresh."""
+    _LAST.clear()
+
+
+def current_documents(under: str) -> dict[str, dict[str, Any]]:
+    """digest -> plain values of the text each file below `under` holds after this run's reads
+    and writes, for the documents JSON keeps exactly (string keys, finite numbers) and that show
+    no sign of a credential (`_may_hold_secret`: hermes-fleet keeps no secret in its state)."""
+    prefix = under.rstrip("/") + "/"
+    out = {}
+    for source, key in _LAST.items():
+        plain = _MEMO.get(key)
+        if source.startswith(prefix) and plain is not None and _json_exact(plain) and not _may_hold_secret(plain):
+            out[key] = plain
+    return out
+
+
+# A key that names a credential, anywhere in a document (Hermes keeps API keys in .env, but a user
+# may put one into config.yaml: `api_key`, an MCP server's `env`/`headers`, a bot token...).
+_SECRET_KEY = re.compile(r"key|token|secret|passw|credential|auth|cookie|bearer|private|env|header", re.IGNORECASE)
+_URL_CREDENTIAL = re.compile(r"://[^/\s]*@|[?&][^=&\s]+=")
+
+
+def _may_hold_secret(value: Any, key: str = "") -> bool:
+    if _SECRET_KEY.search(key):
+        return True
+    if isinstance(value, dict):
+        return any(_may_hold_secret(v, str(k)) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_may_hold_secret(v) for v in value)
+    return isinstance(value, str) and _URL_CREDENTIAL.search(value) is not None
+
+
+def _json_exact(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_exact(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_json_exact(v) for v in value)
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, _PLAIN_SCALARS)
+
+
+def _parse_plain(text: str) -> dict[str, Any] | None:
     loader = _c_loader()
     if loader is None or _FAST_PATH_SKIP.search(text):
         return None
@@ -391,7 +472,7 @@ class ConfigDoc:
 
     @classmethod
     def parse(cls, text: str, *, source: str = "<config.yaml>", exists: bool = True) -> ConfigDoc:
-        plain = _fast_plain(text)
+        plain = _fast_plain(text, source)
         if plain is not None:
             return cls(None, text=text, exists=exists, source=source, plain=plain)
         return cls(_round_trip_load(text, source), text=text, exists=exists, source=source)
@@ -486,8 +567,10 @@ class ConfigDoc:
         """Atomic write; fsio.ChangedUnderUs if the file changed since it was loaded (Hermes'
         `config set` takes no lock): the caller loads again and retries."""
         expect = self._text.encode("utf-8") if self.exists else None
-        fsio.atomic_write_text(Path(path), self.render(), mode=0o600, expect=expect)
-        self._text = self.render()
+        text = self.render()  # one dump (the round-trip emitter is most of a new bot's write time)
+        fsio.atomic_write_text(Path(path), text, mode=0o600, expect=expect)
+        self._text = text
+        _fast_plain(text, str(path))  # the file's new text, for the parse cache (parsecache.py)
         self._changed = False
         self.exists = True
 

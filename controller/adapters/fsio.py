@@ -1,7 +1,8 @@
 """Atomic, mode-keeping file writes, bounded reads, and the one OSError mapping of the adapters.
 
 Every write goes: temp file in the same folder -> write -> fsync -> os.replace -> fsync(folder),
-so a crash leaves each file either old or new (PRODUCT.md safety rule 5). `WRITE_HOOKS` lets the
+so a crash leaves each file either old or new (PRODUCT.md safety rule 5). Inside `grouped()` (one
+object of an apply) the folder fsyncs wait for the end of the block, one per folder. `WRITE_HOOKS` lets the
 fault-injection tests stop a run at the Nth write point.
 
 Every OSError of a file operation in the home becomes a `HermesStateError` here (`state_error`):
@@ -20,6 +21,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from controller import bounded
@@ -99,12 +101,48 @@ def run_write_hooks(path: Path) -> None:
         hook(path)
 
 
+# Inside `grouped()`: the folders whose fsync is deferred to the end of the block, by (device,
+# inode) -> an open descriptor (a staging folder renamed into place meanwhile is still the same one).
+_GROUP: ContextVar[dict[tuple[int, int], int] | None] = ContextVar("fsio_group", default=None)
+
+
 def fsync_dir(folder: Path) -> None:
+    """Make the names in `folder` durable (a rename into it); inside `grouped()`, at its end."""
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
+        group = _GROUP.get()
+        if group is not None:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) in group:
+                os.close(fd)
+            else:
+                group[(st.st_dev, st.st_ino)] = fd
+            return
         try:
             os.fsync(fd)
         finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def grouped() -> Iterator[None]:
+    """Group the folder fsyncs of one object's writes: each file is still synced before its
+    rename (so it is old or new, never torn), and each folder once when the block ends, even on
+    an error. A kill in the block loses nothing a per-write folder fsync would keep (the renames
+    are done either way); only a power cut can undo some of this object's renames, each
+    file then back at its old, whole version. Nested blocks join the outermost."""
+    if _GROUP.get() is not None:
+        yield
+        return
+    group: dict[tuple[int, int], int] = {}
+    token = _GROUP.set(group)
+    try:
+        yield
+    finally:
+        _GROUP.reset(token)
+        for fd in group.values():
+            with contextlib.suppress(OSError):
+                os.fsync(fd)
             os.close(fd)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from controller.errors import HermesStateError
 
 MARKER = OWNER_MARKER
 MAX_MARKER_BYTES = 64 * 1024
+# About 4 KB per bot with three routines (41 MB at 10,000 bots): far above fsio's 64 MiB default.
+MAX_INVENTORY_BYTES = 512 * 1024 * 1024
 
 
 def inventory_dir(root: Path) -> Path:
@@ -35,7 +38,7 @@ def read(root: Path, fleet: str) -> dict[str, Any] | None:
     """The inventory document of `fleet` (None when there is none yet)."""
     path = inventory_path(root, fleet)
     check_state_path(root, path)
-    raw = fsio.read_bounded(path)  # unreadable, a FIFO, too large: a HermesStateError naming it
+    raw = fsio.read_bounded(path, MAX_INVENTORY_BYTES)  # unreadable, a FIFO, too large: a HermesStateError
     if raw is None:
         return None
     try:
@@ -52,17 +55,57 @@ def read(root: Path, fleet: str) -> dict[str, Any] | None:
             path=str(path),
             hint="move it away and apply with --adopt to rebuild it",
         )
+    _share_applied(data["objects"])
     return data
+
+
+def _share_applied(objects: dict[str, Any]) -> None:
+    """Hold equal lists of scalars and short strings of the `applied` records once (memory: each
+    bot's record repeats its toolsets for every platform, 22 lists). The records are values that
+    are replaced, never changed in place, so sharing them is safe."""
+    lists: dict[tuple[tuple[type, Any], ...], list[Any]] = {}
+
+    def share(value: Any) -> Any:
+        if isinstance(value, str):
+            return sys.intern(value) if len(value) <= 256 else value
+        if isinstance(value, list):
+            items = [share(v) for v in value]
+            if all(isinstance(v, str | int | float | bool) or v is None for v in items):
+                return lists.setdefault(tuple((type(v), v) for v in items), items)
+            return items
+        if isinstance(value, dict):
+            return {k: share(v) for k, v in value.items()}
+        return value
+
+    for entry in objects.values():
+        if isinstance(entry, dict) and isinstance(entry.get("applied"), dict):
+            entry["applied"] = share(entry["applied"])
 
 
 def write(root: Path, fleet: str, data: dict[str, Any]) -> None:
     """Replace the inventory document of `fleet` atomically (0600)."""
     folder = inventory_dir(root)
-    text = json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
+    text = render(data)
     # A full disk, a read-only home: fsio's clear HermesStateError; the old inventory stays.
     check_state_path(root, folder)
     fsio.make_dirs(folder, mode=0o700)
     fsio.atomic_write_text(inventory_path(root, fleet), text, mode=0o600)
+
+
+def render(data: dict[str, Any]) -> str:
+    """The document as JSON with one object per line (`objects` last, keys sorted).
+
+    Compact JSON goes through the C encoder; `indent=` would take the pure-Python one, 4-6x slower
+    (7.5 s instead of 1.3 s for the 40,000 objects of 10,000 bots x 3 routines).
+    """
+
+    def compact(value: Any) -> str:
+        return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+
+    head = [f"{compact(key)}:{compact(data[key])}" for key in sorted(data) if key != "objects"]
+    objects = [f"{compact(key)}:{compact(value)}" for key, value in sorted(data.get("objects", {}).items())]
+    body = ",\n".join([*head, '"objects":{\n' + ",\n".join(objects) + "\n}" if objects else '"objects":{}'])
+    return "{\n" + body + "\n}\n"
 
 
 def all_fleets(root: Path) -> list[str]:

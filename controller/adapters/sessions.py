@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from controller.adapters import fsio
 from controller.errors import ConflictError, HermesStateError
 
 T = TypeVar("T")
@@ -209,21 +210,44 @@ def ensure_bot_chat(profile_dir: Path) -> bool:
     if not profile_dir.is_dir():
         raise HermesStateError(f"profile directory {profile_dir} does not exist", path=str(profile_dir))
     db = profile_dir / STATE_DB
+    new = not os.path.lexists(db)
     try:
         conn = sqlite3.connect(str(db), timeout=10.0, isolation_level=None)
     except sqlite3.Error as exc:
         raise HermesStateError(f"cannot open {db}: {exc}", path=str(db)) from exc
     conn.row_factory = sqlite3.Row
     try:
-        _prepare(conn)
-        return _insert_if_missing(conn, _profile_name(profile_dir))
+        if new:
+            # A DB this call creates: SQLite's own syncs (about nine for the journal-mode switch,
+            # the commit and the checkpoint at close) are replaced by one fsync of the finished
+            # file below. A kill loses nothing either way (every write is in the OS); a power cut
+            # before that fsync can only lose the new Bot Chat, which the next apply re-creates.
+            conn.execute("PRAGMA synchronous=OFF")
+        began = _prepare(conn)
+        created = _insert_if_missing(conn, _profile_name(profile_dir), began=began)
     except sqlite3.Error as exc:
         raise HermesStateError(f"cannot write the Bot Chat session to {db}: {exc}", path=str(db)) from exc
     finally:
         conn.close()
+    if new:
+        _sync_file(db)
+        fsio.fsync_dir(profile_dir)
+    return created
 
 
-def _prepare(conn: sqlite3.Connection) -> None:
+def _sync_file(path: Path) -> None:
+    """fsync a file (the DB after its connection closed: the WAL is checkpointed into it)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _prepare(conn: sqlite3.Connection) -> bool:
+    """Check Hermes' table, or create the schema of a new DB; True when a transaction is left
+    open (the schema), which the Bot Chat insert then commits with it: one commit, not two."""
     conn.execute("PRAGMA foreign_keys=ON")
     if _has_table(conn, "sessions"):
         # Hermes' DB: keep the journal mode it chose (it falls back from WAL on filesystems
@@ -231,7 +255,7 @@ def _prepare(conn: sqlite3.Connection) -> None:
         missing = {"id", "source", "title", "started_at"} - _columns(conn, "sessions")
         if missing:
             raise HermesStateError(f"state.db has an unexpected sessions table (missing {sorted(missing)})")
-        return
+        return False
     # A new DB: WAL, as Hermes uses. The mode is stored in the file, and is set outside any
     # transaction; where the filesystem refuses it, stay in rollback mode as Hermes does.
     with contextlib.suppress(sqlite3.OperationalError):
@@ -242,14 +266,15 @@ def _prepare(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
         if conn.execute("SELECT 1 FROM schema_version LIMIT 1").fetchone() is None:
             conn.execute("INSERT INTO schema_version (version) VALUES (?)", (HERMES_SCHEMA_VERSION,))
-        conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    return True
 
 
-def _insert_if_missing(conn: sqlite3.Connection, profile_name: str | None) -> bool:
-    conn.execute("BEGIN IMMEDIATE")
+def _insert_if_missing(conn: sqlite3.Connection, profile_name: str | None, *, began: bool = False) -> bool:
+    if not began:
+        conn.execute("BEGIN IMMEDIATE")
     try:
         found = _title_row(conn)
         if found is not None:

@@ -21,12 +21,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from controller import __version__
+
+if TYPE_CHECKING:  # httpx is imported on the first delivery: `plan` never pays for it
+    import httpx
 
 SEVERITY_MARK = {"error": ":red_circle:", "warning": ":warning:", "info": ":large_green_circle:"}
 
@@ -168,6 +169,8 @@ class Notifier:
                 return False
 
     def _attempt(self, target: Target, data: bytes, headers: dict[str, str], secrets: tuple[str, ...]) -> tuple[str, str]:
+        import httpx
+
         try:
             with httpx.Client(timeout=httpx.Timeout(target.timeout), transport=self.transport, follow_redirects=False) as client:
                 response = client.post(target.url, content=data, headers=headers)

@@ -164,13 +164,18 @@ def next_run(routine: Routine, now: datetime) -> str | None:
     return run_at.isoformat()
 
 
-def new_job(bot: str, routine: Routine, now: datetime) -> dict[str, Any]:
-    """A complete job record in the shape `cron.jobs.create_job` writes."""
+def new_job_id() -> str:
+    """A fresh job id in Hermes' shape (12 hex digits)."""
+    return uuid.uuid4().hex[:12]
+
+
+def new_job(bot: str, routine: Routine, now: datetime, job_id: str | None = None) -> dict[str, Any]:
+    """A complete job record in the shape `cron.jobs.create_job` writes (`job_id`: a fresh one by default)."""
     fields = desired_fields(bot, routine)
     parsed = schedules.parse(routine.schedule, tz=now.tzinfo)
     skills = fields["skills"]
     job = {
-        "id": uuid.uuid4().hex[:12],
+        "id": job_id or new_job_id(),
         "name": fields["name"],
         "prompt": fields["prompt"],
         "skills": skills,

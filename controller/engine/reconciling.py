@@ -14,7 +14,7 @@ from pathlib import Path
 
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
-from controller.adapters import locking, profiles
+from controller.adapters import locking, parsecache, profiles
 from controller.core import planning
 from controller.core.types import Inputs, Options, Plan, RunResult
 from controller.engine import applying, history, observing, records
@@ -43,6 +43,7 @@ def plan_home(
     hermes_version: str | None = None,
 ) -> Planned:
     """Observe and plan; writes nothing (the gateway is only read)."""
+    parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
     inventory = records.load(root, state.fleet)
     inventory.reclaim(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
     observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
@@ -72,11 +73,13 @@ def apply_once(
     gateway: gw.GatewayOptions | None = None,
     hermes_version: str | None = None,
     snapshot: history.Snapshot | None = None,
+    on_progress: applying.ProgressFn | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written.
 
     With `snapshot` (the manifests as read), the run is recorded in the apply history: always for
     `apply` and `rollback`, for `watch` only when it changed or failed something.
+    `on_progress(done, total, object)` is called as the apply goes (applying.apply_plan).
     """
     try:
         return _apply_once(
@@ -92,6 +95,7 @@ def apply_once(
             gateway,
             hermes_version,
             snapshot,
+            on_progress,
         )
     finally:
         if gateway is not None:
@@ -111,7 +115,9 @@ def _apply_once(
     gateway: gw.GatewayOptions | None,
     hermes_version: str | None,
     snapshot: history.Snapshot | None,
+    on_progress: applying.ProgressFn | None,
 ) -> tuple[Planned, applying.ApplyResult]:
+    parsecache.start_run()
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
     early = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version)
@@ -119,10 +125,12 @@ def _apply_once(
         if on_conflict:
             on_conflict(early)
         raise conflict_error(early)
+    owned = set(early.inputs.inventory.owned_bots())
+    del early  # the locked plan observes everything again: never hold two observations (memory)
     with locking.apply_lock(root, timeout=lock_timeout):
         # Under the lock no other hermes-fleet run writes here: a temp file or staging folder of a
         # dead process is debris of a killed run (docs/reliability.md#leftovers-of-a-killed-run).
-        swept = profiles.sweep_leftovers(root, set(state.bots) | set(early.inputs.inventory.owned_bots()))
+        swept = profiles.sweep_leftovers(root, set(state.bots) | owned)
         planned = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version)
         if planned.plan.conflicts:
             if on_conflict:
@@ -130,7 +138,9 @@ def _apply_once(
             raise conflict_error(planned)
         if before_apply:
             before_apply(planned)
-        results = applying.apply_plan(root, planned.plan, planned.inputs, gateway=gateway, should_stop=should_stop)
+        results = applying.apply_plan(
+            root, planned.plan, planned.inputs, gateway=gateway, should_stop=should_stop, on_progress=on_progress
+        )
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=revision)
         if snapshot is not None and (snapshot.command != "watch" or results.outcomes or planned.plan.errors):
@@ -147,6 +157,7 @@ def _apply_once(
                 options={"prune": options.prune, "adopt": options.adopt, "yes": options.yes, "rooms": options.rooms},
                 replaced=results.replaced_dir,
             )
+        parsecache.save(root)
     return planned, results
 
 

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -104,6 +104,24 @@ class Log:
 def _text(value: Any) -> str:
     text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
     return json.dumps(text) if (" " in text or "=" in text or not text) else text
+
+
+class ProgressLog:
+    """An apply's progress as `apply_progress` events (done, total, object): the first once the
+    apply has run `every` seconds, then one per `every` seconds; a short apply logs none."""
+
+    def __init__(self, log: Log, every: float = 2.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.log = log
+        self.every = every
+        self.clock = clock
+        self.last = clock()
+
+    def __call__(self, done: int, total: int, current: str) -> None:
+        now = self.clock()
+        if now - self.last < self.every or not current:
+            return
+        self.last = now
+        self.log.event("apply_progress", done=done, total=total, object=current)
 
 
 RESULTS = ("applied", "in-sync", "drift", "partial", "stalled", "conflict", "source-error", "busy", "interrupted")
@@ -409,6 +427,7 @@ class Reconciler:
                 command="watch",
                 revision=snap.revision if isinstance(self.source, GitSource) else None,
             ),
+            on_progress=ProgressLog(self.log),
         )
         if results.replaced_dir:
             self.log.event("replaced_kept", files=len(results.replaced), folder=results.replaced_dir)

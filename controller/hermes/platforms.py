@@ -18,6 +18,12 @@ PLATFORMS_0_19 = (
 TOOLSETS_KEY = "platform_toolsets"
 
 
+_KEYS = {platform: f"{TOOLSETS_KEY}.{platform}" for platform in PLATFORMS_0_19}
+
+
 def toolset_keys(toolsets: list[str], platforms: tuple[str, ...] = PLATFORMS_0_19) -> dict[str, list[str]]:
-    """The config keys that give a bot exactly `toolsets` on every platform (plus what Hermes adds)."""
-    return {f"{TOOLSETS_KEY}.{platform}": list(toolsets) for platform in platforms}
+    """The config keys that give a bot exactly `toolsets` on every platform (plus what Hermes adds).
+    One list for all the platforms (a value, never changed in place): at 10,000 bots, 22 copies
+    per bot were 30 MB."""
+    shared = list(toolsets)
+    return {_KEYS.get(platform) or f"{TOOLSETS_KEY}.{platform}": shared for platform in platforms}

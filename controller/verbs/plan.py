@@ -16,6 +16,7 @@ from controller.errors import ConflictError, ExitCode
 from controller.manifests import reading
 from controller.manifests.desired import DesiredState
 from controller.verbs import common, reporting
+from controller.verbs.progress import ProgressLine
 
 NOTIFY_TIMEOUT = 10.0  # apply --notify: how long the deliveries may take after the apply
 
@@ -116,6 +117,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     root = resolve_root(args.home)
     snapshot = history.snapshot(result, fleet_arg=args.fleet, host=reading.selected_host(args.host, result.state))
+    progress = ProgressLine(enabled=None if text_mode else False)
     try:
         planned, results = reconciling.apply_once(
             root,
@@ -128,11 +130,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
             gateway=common.gateway_options(args),
             hermes_version=args.hermes_version,
             snapshot=snapshot,
+            on_progress=progress,
         )
     except ConflictError as exc:
         if getattr(args, "notify", False):
             notify(result.state, notifying.apply_events(result.state.fleet, str(root), failed=(), pruned=(), conflict=str(exc)))
         raise
+    finally:
+        progress.close()
     plan = planned.plan
     if getattr(args, "notify", False):
         failed = [f"{o.change.key}: {o.error}" for o in results.failed] + [f"{c.key}: {c.reason}" for c in plan.errors]

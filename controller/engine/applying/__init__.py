@@ -12,10 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller.adapters import fsio
 from controller.adapters import gateway as gw
 from controller.core.types import WRITING_ACTIONS, Action, Inputs, Kind, ObjectChange, Plan
 from controller.engine.applying import bots, rooms, routines
 from controller.errors import ControllerError
+
+# on_progress(done, total, current): objects finished so far, objects this apply writes, and the
+# key of the object being written now (a bot's routines: `routine/<bot>/*`).
+ProgressFn = Callable[[int, int, str], None]
 
 
 @dataclass
@@ -61,14 +66,20 @@ def apply_plan(
     gateway: gw.GatewayOptions | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    on_progress: ProgressFn | None = None,
 ) -> ApplyResult:
     """Converge every object the plan writes; record ownership in the inventory as we go."""
     result = ApplyResult()
+    total = sum(1 for c in plan.changes if c.action in WRITING_ACTIONS)
 
     def report(outcome: Outcome) -> None:
         result.outcomes.append(outcome)
         if on_outcome:
             on_outcome(outcome)
+
+    def starting(key: str) -> None:
+        if on_progress is not None:
+            on_progress(len(result.outcomes), total, key)
 
     routine_batches: dict[str, list[ObjectChange]] = {}
     room_changes: list[ObjectChange] = []
@@ -86,12 +97,17 @@ def apply_plan(
         elif change.kind is Kind.ROOM:
             room_changes.append(change)
         else:
+            starting(change.key)
             try:
-                bots.apply_object(root, change, inputs, result.replaced)
+                with fsio.grouped():  # one fsync per folder per object (docs/performance.md)
+                    bots.apply_object(root, change, inputs, result.replaced)
                 report(Outcome(change, True))
             except ControllerError as exc:  # the adapters map every OSError onto the error tree
                 report(Outcome(change, False, str(exc)))
                 failed_bots.add(change.name)
+    # Routines: check and choose ids for every bot, one write-ahead of all new job ids, then each
+    # bot's cron store in one locked write.
+    ready: dict[str, tuple[list[ObjectChange], dict[str, str]]] = {}
     for bot, batch in routine_batches.items():
         if result.abandoned:
             break
@@ -100,13 +116,30 @@ def apply_plan(
                 report(Outcome(change, False, f"bot/{bot} was not converged"))
             continue
         try:
-            routines.apply_routines(root, bot, batch, inputs)
+            ready[bot] = (batch, routines.prepare(bot, batch, inputs))
+        except ControllerError as exc:
+            for change in batch:
+                report(Outcome(change, False, str(exc)))
+    if ready and not result.abandoned:
+        try:
+            routines.write_ahead(root, {bot: ids for bot, (_, ids) in ready.items()}, inputs)
+        except ControllerError as exc:
+            for batch, _ in ready.values():
+                for change in batch:
+                    report(Outcome(change, False, str(exc)))
+            ready = {}
+    for bot, (batch, ids) in ready.items():
+        starting(f"routine/{bot}/*")
+        try:
+            with fsio.grouped():
+                routines.apply_routines(root, bot, batch, inputs, ids)
             outcomes = [Outcome(change, True) for change in batch]
         except ControllerError as exc:
             outcomes = [Outcome(change, False, str(exc)) for change in batch]
         for outcome in outcomes:
             report(outcome)
     if room_changes and not result.abandoned:
+        starting("rooms")
         rooms.apply_rooms(
             root,
             room_changes,
@@ -115,4 +148,6 @@ def apply_plan(
             failed_bots,
             lambda c, ok, error, conflict=False: report(Outcome(c, ok, error, conflict)),
         )
+    if on_progress is not None:
+        on_progress(len(result.outcomes), total, "")
     return result

@@ -35,25 +35,44 @@ def check_workdir(routine: Routine) -> None:
         raise RefusedValue(f"routine {routine.name!r}: workdir {routine.workdir!r} is not an existing folder")
 
 
-def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inputs) -> None:
+def prepare(bot: str, batch: list[ObjectChange], inputs: Inputs) -> dict[str, str]:
+    """Check what must hold before any write (a workdir Hermes would refuse) and choose the new
+    jobs' ids: title -> id for each routine of `batch` that is created."""
     desired_bot = inputs.state.bots.get(bot)
     by_title = {r.name: r for r in (desired_bot.routines if desired_bot else ())}
-    now = now_in(inputs.observed.timezones.get(bot))
-    path = home.check_profile(root, bot)  # the cron store stays inside the bot's own profile
     for change in batch:
         if change.action is Action.CREATE or (
             change.action in (Action.UPDATE, Action.ADOPT) and any(f.key == "workdir" for f in change.fields)
         ):
             check_workdir(by_title[change.title])
-    # Write-ahead: the new jobs' ids go into the inventory before the cron store, so a crash in
-    # between leaves a job this fleet recognises (not a same-named stranger that needs --adopt).
-    # An entry whose job is missing is re-created by the next apply (its `applied` is empty).
-    prepared = {c.title: jobs.new_job(bot, by_title[c.title], now) for c in batch if c.action is Action.CREATE}
-    if prepared:
-        for title, job in prepared.items():
-            pending = inputs.inventory.objects.setdefault(routine_key(bot, title), {})
-            pending.update(job_id=job["id"], applied=pending.get("applied") or {})
-        records.save(root, inputs.inventory)
+    return {c.title: jobs.new_job_id() for c in batch if c.action is Action.CREATE}
+
+
+def write_ahead(root: Path, pending: dict[str, dict[str, str]], inputs: Inputs) -> None:
+    """Record the new jobs' ids (bot -> title -> id) in the inventory before any cron store is written.
+
+    One inventory write for the whole run (not one per bot, which made apply quadratic): a crash
+    after it leaves every new job recognisable as this fleet's (not a same-named stranger that
+    needs --adopt). An entry whose job is missing is re-created by the next apply (its `applied`
+    is empty).
+    """
+    if not any(pending.values()):
+        return
+    for bot, ids in pending.items():
+        for title, job_id in ids.items():
+            entry = inputs.inventory.objects.setdefault(routine_key(bot, title), {})
+            entry.update(job_id=job_id, applied=entry.get("applied") or {})
+    records.save(root, inputs.inventory)
+
+
+def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inputs, ids: dict[str, str]) -> None:
+    """Write one bot's routine changes in one locked write of its cron store; its new jobs get
+    the `ids` that `prepare` chose and `write_ahead` recorded."""
+    desired_bot = inputs.state.bots.get(bot)
+    by_title = {r.name: r for r in (desired_bot.routines if desired_bot else ())}
+    now = now_in(inputs.observed.timezones.get(bot))
+    path = home.check_profile(root, bot)  # the cron store stays inside the bot's own profile
+    prepared = {c.title: jobs.new_job(bot, by_title[c.title], now, ids[c.title]) for c in batch if c.action is Action.CREATE}
     created: dict[str, str] = {}
 
     def mutate(live_jobs: list[dict[str, Any]]) -> bool:

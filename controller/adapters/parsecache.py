@@ -1,0 +1,62 @@
+"""The parse cache: the parsed values of the YAML files the last apply left, by their text's digest.
+
+`<home>/.hermes-fleet/cache/parsed.json` (0600), written at the end of every apply with the
+documents each bot's config.yaml and profile.yaml held when the apply was done (read or written by
+it), and read before a plan observes the home. A file's text is always read; only its parse is
+skipped when the digest of that text is in the cache, so an edit of any kind (the same size, in
+the same second, the inode kept) is seen: its text has another digest. A missing, unreadable or
+foreign cache is no error: every file is parsed, as without one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from controller.adapters import configfile, fsio
+from controller.adapters.home import check_state_path, state_dir
+from controller.errors import ControllerError
+
+VERSION = 1
+_LOADED: set[str] = set()  # homes whose cache this process has taken (a watch loop reads it once)
+
+
+def cache_path(root: Path) -> Path:
+    return state_dir(root) / "cache" / "parsed.json"
+
+
+def load(root: Path) -> None:
+    """Take the cache of `root` into the parser's memo (once per process)."""
+    key = str(root)
+    if key in _LOADED:
+        return
+    _LOADED.add(key)
+    path = cache_path(root)
+    try:
+        check_state_path(root, path)
+        raw = fsio.read_bounded(path)
+    except ControllerError:
+        return  # a symlink, a folder, unreadable: parse everything (plan reports real problems elsewhere)
+    if raw is None:
+        return
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return
+    if isinstance(data, dict) and data.get("version") == VERSION and isinstance(data.get("documents"), dict):
+        configfile.remember(data["documents"])
+
+
+def start_run() -> None:
+    """An apply begins: what each file holds is recorded afresh."""
+    configfile.forget_sources()
+
+
+def save(root: Path) -> None:
+    """Write the documents the files of `root` hold after this apply (atomic, 0600)."""
+    documents = configfile.current_documents(str(root))
+    text = json.dumps({"version": VERSION, "documents": documents}, sort_keys=True, separators=(",", ":")) + "\n"
+    path = cache_path(root)
+    check_state_path(root, path.parent)
+    fsio.make_dirs(path.parent, mode=0o700)
+    fsio.atomic_write_text(path, text, mode=0o600)

@@ -1,0 +1,280 @@
+"""What keeps a large apply linear and visible: one inventory write-ahead per run, grouped folder
+fsyncs, the progress line on a terminal and the reconciler's progress events.
+
+Real files in temporary homes, the CLI in-process; fsync and the inventory writer are counted by
+wrapping the real functions (they still run).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.adapters import fsio
+from controller.adapters import inventory as inventory_file
+from controller.engine.watching import Log, ProgressLog
+from controller.verbs import progress as progress_mod
+from controller.verbs.progress import ProgressLine
+from tests.integration.helpers import apply, changes, fields, plan, write_fleet
+
+
+def fleet_with_routines(manifests: Path, bots: int, routines: int) -> Path:
+    return write_fleet(
+        manifests,
+        [
+            {
+                "name": f"bot{i}",
+                "title": f"Bot {i}",
+                "toolsets": ["web"],
+                "config": {"agent.max_turns": 20 + i},
+                "routines": [{"name": f"r{r}", "schedule": "every 2h", "prompt": f"do {r}"} for r in range(routines)],
+            }
+            for i in range(bots)
+        ],
+    )
+
+
+def test_apply_writes_the_inventory_twice_whatever_the_number_of_bots(
+    home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One write-ahead of every new job id, then the run's record: not one full write per bot."""
+    writes: list[int] = []
+    real = inventory_file.write
+
+    def counting(root: Path, fleet: str, data: dict[str, Any]) -> None:
+        writes.append(len(data["objects"]))
+        real(root, fleet, data)
+
+    monkeypatch.setattr(inventory_file, "write", counting)
+    manifest = fleet_with_routines(manifests, bots=6, routines=2)
+    run = apply(manifest, home)
+    assert run.code == 0, run.text
+    assert len(writes) == 2, writes
+    # The write-ahead already holds every new routine (6 x 2) with its job id, before any cron store.
+    inventory = json.loads(inventory_file.inventory_path(home, "acme").read_text())
+    for i in range(6):
+        jobs = json.loads((home / "profiles" / f"bot{i}" / "cron" / "jobs.json").read_text())["jobs"]
+        assert sorted(j["id"] for j in jobs) == sorted(inventory["objects"][f"routine/bot{i}/r{r}"]["job_id"] for r in range(2))
+    assert plan(manifest, home, "--detailed-exitcode").code == 0
+
+
+def test_a_refused_routine_gets_no_write_ahead_record(home: Path, manifests: Path) -> None:
+    bots = [
+        {"name": "good", "routines": [{"name": "r", "schedule": "every 2h", "prompt": "p"}]},
+        {"name": "bad", "routines": [{"name": "r", "schedule": "every 2h", "prompt": "p", "workdir": "/no/such/dir"}]},
+    ]
+    run = apply(write_fleet(manifests, bots), home)
+    assert run.code == 1, run.text
+    objects = json.loads(inventory_file.inventory_path(home, "acme").read_text())["objects"]
+    assert "routine/good/r" in objects
+    assert "routine/bad/r" not in objects
+
+
+def count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        calls.append("dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "file")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return calls
+
+
+def test_grouped_syncs_each_file_and_each_folder_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = count_fsyncs(monkeypatch)
+    for i in range(4):
+        fsio.atomic_write_text(tmp_path / f"f{i}", "x")
+    assert calls.count("file") == 4 and calls.count("dir") == 4
+    calls.clear()
+    (tmp_path / "sub").mkdir()
+    with fsio.grouped():
+        for i in range(4):
+            fsio.atomic_write_text(tmp_path / f"g{i}", "x")
+            fsio.atomic_write_text(tmp_path / "sub" / f"g{i}", "x")
+        assert calls.count("dir") == 0  # deferred to the end of the block
+    assert calls.count("file") == 8 and calls.count("dir") == 2
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("g")) == ["g0", "g1", "g2", "g3"]
+
+
+def test_grouped_syncs_a_renamed_folder_once_and_still_syncs_on_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = count_fsyncs(monkeypatch)
+    staging, final = tmp_path / ".b.staging", tmp_path / "b"
+    staging.mkdir()
+    with pytest.raises(RuntimeError), fsio.grouped():
+        fsio.atomic_write_text(staging / "a", "x")
+        fsio.publish_dir(staging, final)
+        fsio.atomic_write_text(final / "c", "y")  # the same folder as `staging`, by inode
+        raise RuntimeError("boom")
+    assert calls.count("file") == 2 and calls.count("dir") == 2  # b (= staging) and tmp_path
+    assert (final / "a").read_text() == "x" and (final / "c").read_text() == "y"
+
+
+def test_apply_syncs_fewer_folders_than_files(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = fleet_with_routines(manifests, bots=3, routines=1)
+    calls = count_fsyncs(monkeypatch)
+    assert apply(manifest, home).code == 0
+    # Per bot: the profile folder (staging, then published), profiles/ and cron/, each once.
+    assert calls.count("dir") < calls.count("file"), calls
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_on_a_terminal_after_two_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress_mod.shutil, "get_terminal_size", lambda fallback: os.terminal_size((40, 24)))
+    clock, out = Clock(), Terminal()
+    line = ProgressLine(out, clock=clock)
+    line(0, 1000, "bot/bot0")
+    clock.now += 1.9
+    line(10, 1000, "bot/bot10")
+    assert out.getvalue() == ""  # a run shorter than ~2 s prints nothing extra
+    clock.now += 0.2
+    line(12, 1000, "bot/bot12")
+    assert out.getvalue() == "\rapplying 12/1000 bot/bot12\033[K"
+    clock.now += 0.05
+    line(13, 1000, "bot/bot13")  # throttled: at most one redraw per 0.1 s
+    clock.now += 0.1
+    line(14, 1000, "routine/a-very-long-bot-name-indeed/*")
+    assert out.getvalue().endswith("\rapplying 14/1000 routine/a-very-long-bo\033[K")  # cut to 39
+    line.close()
+    assert out.getvalue().endswith("\r\033[K")
+
+
+def test_progress_line_is_silent_in_a_pipe_and_with_json() -> None:
+    clock, pipe = Clock(), io.StringIO()
+    line = ProgressLine(pipe, clock=clock)
+    clock.now += 10
+    line(1, 2, "bot/a")
+    line.close()
+    assert pipe.getvalue() == ""
+    tty = Terminal()
+    off = ProgressLine(tty, enabled=False, clock=clock)
+    clock.now += 10
+    off(1, 2, "bot/a")
+    assert tty.getvalue() == ""
+
+
+def test_apply_in_a_pipe_and_with_json_prints_no_progress(home: Path, manifests: Path) -> None:
+    manifest = fleet_with_routines(manifests, bots=2, routines=1)
+    run = apply(manifest, home, "-o", "json")
+    assert run.code == 0 and "applying" not in run.err and "\r" not in run.text
+    json.loads(run.out)
+
+
+def test_reconciler_logs_progress_every_two_seconds() -> None:
+    clock, out = Clock(), io.StringIO()
+    log = ProgressLog(Log("json", out), clock=clock)
+    log(0, 300, "bot/a")
+    clock.now += 1.0
+    log(5, 300, "bot/f")
+    assert out.getvalue() == ""
+    clock.now += 1.5
+    log(7, 300, "bot/h")
+    clock.now += 0.5
+    log(8, 300, "bot/i")
+    clock.now += 2.0
+    log(20, 300, "routine/t/*")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(e["event"], e["done"], e["total"], e["object"]) for e in lines] == [
+        ("apply_progress", 7, 300, "bot/h"),
+        ("apply_progress", 20, 300, "routine/t/*"),
+    ]
+
+
+# --- the parse cache (adapters/parsecache.py) -----------------------------------------------------
+
+
+@pytest.fixture
+def fresh_parser(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A parser memo as in a new process, and a list of the texts really parsed."""
+    from controller.adapters import configfile, parsecache
+
+    monkeypatch.setattr(configfile, "_MEMO", {})
+    monkeypatch.setattr(configfile, "_LAST", {})
+    monkeypatch.setattr(parsecache, "_LOADED", set())
+    parsed: list[str] = []
+    real = configfile._parse_plain
+
+    def counting(text: str) -> dict[str, Any] | None:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(configfile, "_parse_plain", counting)
+    return parsed
+
+
+def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller.adapters import configfile, parsecache
+
+    monkeypatch.setattr(configfile, "_MEMO", {})
+    monkeypatch.setattr(parsecache, "_LOADED", set())
+
+
+def test_a_plan_after_apply_parses_no_yaml_file(
+    home: Path, manifests: Path, fresh_parser: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from controller.adapters import parsecache
+
+    manifest = fleet_with_routines(manifests, bots=4, routines=1)
+    assert apply(manifest, home).code == 0
+    cache = parsecache.cache_path(home)
+    assert cache.is_file() and (cache.stat().st_mode & 0o777) == 0o600
+    documents = json.loads(cache.read_text())["documents"]
+    assert len(documents) >= 8  # each bot's config.yaml and profile.yaml, as the apply left them
+    new_process(monkeypatch)
+    fresh_parser.clear()
+    assert plan(manifest, home, "--detailed-exitcode").code == 0
+    assert fresh_parser == []
+
+
+def test_an_edit_of_the_same_size_in_the_same_second_is_seen(
+    home: Path, manifests: Path, fresh_parser: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache is keyed by the text's digest, so no stat field can hide an edit: here the inode,
+    size and mtime are kept (ctime cannot be set back; a coarse clock can repeat it)."""
+    manifest = write_fleet(manifests, [{"name": "a", "title": "Alpha", "config": {"agent.max_turns": 21}}])
+    assert apply(manifest, home).code == 0
+    config = home / "profiles" / "a" / "config.yaml"
+    before = config.stat()
+    text = config.read_text()
+    assert "max_turns: 21" in text
+    with open(config, "r+", encoding="utf-8") as handle:  # in place: the same inode
+        handle.write(text.replace("max_turns: 21", "max_turns: 29"))
+    os.utime(config, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = config.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    new_process(monkeypatch)
+    field = fields(changes(manifest, home)["bot/a"])["config:agent.max_turns"]
+    assert (field["old"], field["new"], field["drift"]) == (29, 21, True)
+
+
+def test_a_damaged_cache_is_ignored(
+    home: Path, manifests: Path, fresh_parser: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from controller.adapters import parsecache
+
+    manifest = fleet_with_routines(manifests, bots=2, routines=0)
+    assert apply(manifest, home).code == 0
+    for damage in ("{not json", json.dumps({"version": 99, "documents": {}}), json.dumps([1, 2])):
+        parsecache.cache_path(home).write_text(damage)
+        new_process(monkeypatch)
+        fresh_parser.clear()
+        assert plan(manifest, home, "--detailed-exitcode").code == 0
+        assert fresh_parser  # everything parsed again, nothing wrong
