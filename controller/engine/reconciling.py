@@ -143,8 +143,10 @@ def _apply_once(
         )
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=revision)
+        parsecache.save(root)
         if snapshot is not None and (snapshot.command != "watch" or results.outcomes or planned.plan.errors):
-            # After the inventory: a kill in between loses this one entry, never an earlier one.
+            # The run's last write, after the inventory and the parse cache: a kill before it loses
+            # this one entry (the next apply records its own), never an earlier one.
             results.history_entry = history.record(
                 root,
                 state.fleet,
@@ -157,7 +159,6 @@ def _apply_once(
                 options={"prune": options.prune, "adopt": options.adopt, "yes": options.yes, "rooms": options.rooms},
                 replaced=results.replaced_dir,
             )
-        parsecache.save(root)
     return planned, results
 
 
