@@ -80,7 +80,7 @@ def snapshot(
     return Snapshot(documents, fleet_arg, host, command, revision, dirty)
 
 
-def _document(doc: loading.Document) -> dict[str, Any]:
+def _document(doc: loading.Kept) -> dict[str, Any]:
     files: dict[str, str] = {}
     _collect_files(doc.data, doc.base_dir, files)
     return {
@@ -232,8 +232,9 @@ def rollback_target(all_entries: list[dict[str, Any]]) -> dict[str, Any]:
 # --- replaying --------------------------------------------------------------------------------
 
 
-# Characters a YAML file may not hold raw (YAML 1.2, 5.1) that JSON leaves raw: escaped instead.
-_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\ufeff\ufffe\uffff]")
+# Characters a YAML file may not hold raw (YAML 1.2, 5.1) or reads as a line break (5.4: U+0085,
+# U+2028, U+2029) that JSON leaves raw: escaped instead.
+_NOT_YAML_PRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
 
 
 def as_yaml_text(data: Any) -> str:

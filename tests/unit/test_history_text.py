@@ -42,3 +42,9 @@ def test_escaped_characters_and_look_alike_strings_come_back_as_they_were() -> N
 @given(st.dictionaries(TEXT, VALUES, min_size=1, max_size=5))
 def test_any_manifest_value_round_trips(data: dict[str, object]) -> None:
     assert reparsed(data) == data
+
+
+def test_a_line_separator_in_a_key_comes_back() -> None:
+    """Found by the property test: a raw U+2028 in a mapping key is a line break to YAML (5.4)."""
+    data = {"\u2028": None, "a\u2029b": {"\x85": "\u2028"}}
+    assert reparsed(data) == data
