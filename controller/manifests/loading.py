@@ -68,6 +68,21 @@ class Document:
         return locate_node(self.node, tuple(loc), self._index)
 
 
+@dataclass(frozen=True)
+class Kept:
+    """What outlives validation of a document (for the apply history): its data and where it came
+    from, without the node tree, which is the larger part of a parsed document."""
+
+    source: str
+    base_dir: Path
+    secret_dir: Path | None
+    data: Any
+
+    @classmethod
+    def of(cls, doc: Document) -> Kept:
+        return cls(doc.source, doc.base_dir, doc.secret_dir, doc.data)
+
+
 class _LoadProblem(Exception):
     def __init__(self, message: str, node: Any = None, hint: str = "", code: str = "yaml") -> None:
         super().__init__(message)

@@ -30,7 +30,7 @@ from controller.hermes import DEFAULT_PROFILE, image_extension, naming, schedule
 from controller.hermes.env import value_problem as env_value_problem
 from controller.hermes.urls import clear_text_allowed
 from controller.manifests import desired as d
-from controller.manifests.loading import Document
+from controller.manifests.loading import Document, Kept
 from controller.manifests.models import (
     API_VERSION,
     KINDS,
@@ -120,7 +120,7 @@ class ValidationResult:
     state: d.DesiredState | None
     files: list[str]
     documents: int
-    loaded: list[Document] = field(default_factory=list)  # the documents as read (for the apply history)
+    loaded: list[Kept] = field(default_factory=list)  # the documents as read (for the apply history)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -182,7 +182,7 @@ def validate(
             state = None
     diagnostics = sorted(report.items, key=lambda x: (x.file, x.line, x.column))
     files = files or sorted({doc.source for doc in documents})
-    return ValidationResult(diagnostics, state, files, len(documents), list(documents))
+    return ValidationResult(diagnostics, state, files, len(documents), [Kept.of(doc) for doc in documents])
 
 
 # --- pass 1: envelope and schema ------------------------------------------------------------
