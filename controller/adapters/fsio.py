@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import re
 import stat
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from controller import bounded
 from controller.errors import ChangedUnderUs, ConflictError, HermesStateError
@@ -72,6 +74,18 @@ def read_bounded(path: Path, limit: int = MAX_STATE_BYTES) -> bytes | None:
         return bounded.read_or_none(path, limit)
     except OSError as exc:
         raise state_error(exc, "read", path) from exc
+
+
+def read_json(path: Path, what: str, hint: str, limit: int = MAX_STATE_BYTES) -> Any:
+    """The JSON document in a file of the home (None when there is none): read as `read_bounded`
+    does; a HermesStateError naming `what` and saying `hint` when it does not parse."""
+    raw = read_bounded(path, limit)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
+        raise HermesStateError(f"cannot read {what} {path}: {exc}", path=str(path), hint=hint) from exc
 
 
 def remove(path: Path) -> bool:

@@ -101,15 +101,9 @@ def read(root: Path, fleet: str, seq: int) -> dict[str, Any] | None:
     """Entry `seq` of `fleet` (None when there is none); HermesStateError when it does not parse."""
     path = entry_path(root, fleet, seq)
     check_state_path(root, path)
-    raw = fsio.read_bounded(path)
-    if raw is None:
+    data = fsio.read_json(path, "history entry", "move the file away; the other entries stay usable")
+    if data is None:
         return None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except ValueError as exc:
-        raise HermesStateError(
-            f"cannot read history entry {path}: {exc}", path=str(path), hint="move the file away; the other entries stay usable"
-        ) from exc
     if not isinstance(data, dict) or data.get("seq") != seq:
         raise HermesStateError(f"{path} is not a history entry", path=str(path), hint="move the file away")
     return data

@@ -38,17 +38,12 @@ def read(root: Path, fleet: str) -> dict[str, Any] | None:
     """The inventory document of `fleet` (None when there is none yet)."""
     path = inventory_path(root, fleet)
     check_state_path(root, path)
-    raw = fsio.read_bounded(path, MAX_INVENTORY_BYTES)  # unreadable, a FIFO, too large: a HermesStateError
-    if raw is None:
+    # unreadable, a FIFO, too large, not JSON: a HermesStateError
+    data = fsio.read_json(
+        path, "the inventory", "restore it from a backup or move it away to start over (then apply --adopt)", MAX_INVENTORY_BYTES
+    )
+    if data is None:
         return None
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except ValueError as exc:
-        raise HermesStateError(
-            f"cannot read the inventory {path}: {exc}",
-            path=str(path),
-            hint="restore it from a backup or move it away to start over (then apply --adopt)",
-        ) from exc
     if not isinstance(data, dict) or data.get("fleet") != fleet or not isinstance(data.get("objects"), dict):
         raise HermesStateError(
             f"{path} is not an inventory of fleet {fleet!r}",
