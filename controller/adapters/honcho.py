@@ -26,14 +26,8 @@ def user_file() -> Path:
 def read(path: Path) -> Any:
     """The parsed file, or None when it is missing or not JSON (Hermes skips such a file too)."""
     try:
-        raw = fsio.read_bounded(path)
-    except ControllerError:  # unreadable: Hermes' own migration skips it as well
-        return None
-    if raw is None:
-        return None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except ValueError:
+        return fsio.read_json(path, "Honcho config", "")
+    except ControllerError:  # unreadable or not JSON: Hermes' own migration skips it as well
         return None
 
 

@@ -34,15 +34,9 @@ def load(root: Path) -> None:
     path = cache_path(root)
     try:
         check_state_path(root, path)
-        raw = fsio.read_bounded(path)
+        data = fsio.read_json(path, "the parse cache", "")
     except ControllerError:
-        return  # a symlink, a folder, unreadable: parse everything (plan reports real problems elsewhere)
-    if raw is None:
-        return
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except ValueError:
-        return
+        return  # a symlink, a folder, unreadable, not JSON: parse everything (plan reports real problems elsewhere)
     if isinstance(data, dict) and data.get("version") == VERSION and isinstance(data.get("documents"), dict):
         configfile.remember(data["documents"])
 
