@@ -117,14 +117,8 @@ def all_fleets(root: Path) -> list[str]:
 
 def read_marker(root: Path, name: str) -> dict[str, Any] | None:
     """The owner marker of profile `name`, if it is valid *for that profile* (a clone's copy is not)."""
-    try:
-        raw = bounded.read_bytes(profile_dir(root, name) / MARKER, MAX_MARKER_BYTES)
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError):  # missing, unreadable, not a file, not JSON: no valid marker
-        return None
-    if not isinstance(data, dict) or data.get("profile") != name or not isinstance(data.get("fleet"), str):
-        return None
-    return data
+    data = read_marker_any(root, name)
+    return data if data is not None and data["profile"] == name else None
 
 
 def read_marker_any(root: Path, name: str) -> dict[str, Any] | None:
@@ -133,7 +127,7 @@ def read_marker_any(root: Path, name: str) -> dict[str, Any] | None:
     try:
         raw = bounded.read_bytes(profile_dir(root, name) / MARKER, MAX_MARKER_BYTES)
         data = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # missing, unreadable, not a file, not JSON: no valid marker
         return None
     if not isinstance(data, dict) or not isinstance(data.get("profile"), str) or not isinstance(data.get("fleet"), str):
         return None
