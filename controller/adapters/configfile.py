@@ -26,7 +26,7 @@ from ruamel.yaml.scalarfloat import ScalarFloat
 from ruamel.yaml.scalarint import OctalInt
 from ruamel.yaml.tokens import CommentToken
 
-from controller.adapters import fsio
+from controller.adapters import fsio, yamlemit
 from controller.errors import HermesStateError, RefusedValue
 
 
@@ -124,6 +124,12 @@ def _represent_octal_11(representer: RoundTripRepresenter, data: OctalInt) -> An
 _Representer.add_representer(OctalInt, _represent_octal_11)
 
 _PYYAML_FLOAT = re.compile(_PYYAML_IMPLICIT[1][1], re.X)
+
+
+def _resolves_other(text: str) -> bool:
+    """True when PyYAML (Hermes' reader) would read the plain scalar `text` as something other
+    than a string (a bool, number, null, date, merge key...): it needs quotes."""
+    return any(pattern.match(text) for _, pattern in _PyYamlResolver._table.get(text[:1], ()))
 
 
 def _represent_float_exact(representer: RoundTripRepresenter, data: float) -> Any:
@@ -559,6 +565,10 @@ class ConfigDoc:
             return self._text
         if not self._data:
             return ""
+        if not self._text:  # made from nothing: no comments or styles to keep (yamlemit.py)
+            text = yamlemit.emit(self._data, _resolves_other)
+            if text is not None:
+                return text
         buffer = io.StringIO()
         self._yaml.dump(self._data, buffer)
         return buffer.getvalue()

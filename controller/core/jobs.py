@@ -150,9 +150,7 @@ def next_run(routine: Routine, now: datetime) -> str | None:
     """`next_run_at` for a new or rescheduled job, as Hermes' compute_next_run gives it."""
     parsed = schedules.parse(routine.schedule, tz=now.tzinfo)
     if parsed.kind == "cron":
-        from croniter import croniter
-
-        return croniter(parsed.expr, now).get_next(datetime).isoformat()
+        return schedules.next_runs(parsed, 1, now=now)[0].isoformat()
     if parsed.kind == "interval":
         return (now + timedelta(minutes=parsed.minutes or 0)).isoformat()
     run_at = parsed.run_at or now + timedelta(minutes=parsed.relative_minutes or 0)

@@ -124,17 +124,24 @@ def _parse_iso(text: str, tz: tzinfo | None) -> Schedule:
 
 def next_runs(schedule: Schedule, count: int, *, now: datetime) -> list[datetime]:
     """The next `count` run times after `now` (one at most for one-shots)."""
-    if schedule.kind == "cron":
-        from croniter import croniter
-
-        it = croniter(schedule.expr, now)
-        return [it.get_next(datetime) for _ in range(count)]
+    if schedule.kind == "cron" and schedule.expr is not None:
+        return list(_cron_runs(schedule.expr, now, count))
     if schedule.kind == "interval":
         step = timedelta(minutes=schedule.minutes or 0)
         return [now + step * (i + 1) for i in range(count)]
     if schedule.run_at is not None:
         return [schedule.run_at] if schedule.run_at > now else []
     return [now + timedelta(minutes=schedule.relative_minutes or 0)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _cron_runs(expr: str, now: datetime, count: int) -> tuple[datetime, ...]:
+    # Cached: a fleet repeats a few expressions across thousands of routines, and one plan (or
+    # apply) asks for each with the same `now`; croniter costs about 0.3 ms per expression.
+    from croniter import croniter
+
+    it = croniter(expr, now)
+    return tuple(it.get_next(datetime) for _ in range(count))
 
 
 def shortest_gap_minutes(schedule: Schedule, *, now: datetime, samples: int = 12) -> float | None:
