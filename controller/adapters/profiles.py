@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from io import StringIO
@@ -239,6 +239,7 @@ def create_profile(
     clone_from: str | None = None,
     create_empty: bool = False,
     extra_files: dict[str, str] | None = None,  # written into the staging dir (the owner marker)
+    fill: Callable[[Path], None] | None = None,  # writes the rest of the profile into the staging dir
 ) -> Path:
     """Build `profiles/<name>` as `hermes profile create` (0.19) would, then publish it with one rename.
 
@@ -247,6 +248,11 @@ def create_profile(
     clone leaves messaging channels behind (as Hermes main does). A cloned config.yaml is copied
     as it is: Hermes 0.19 also runs its config migration on an outdated clone (adding
     `_config_version` and its comment blocks); we leave that to Hermes' own tools.
+
+    The whole profile (`fill`: its config, .env, soul, profile.yaml, Bot Chat) is written into the
+    staging folder with no fsync per file, then made durable with one `fsio.sync_filesystem`
+    before the rename publishes it: a crash before the rename leaves only the staging folder (the
+    next run sweeps it), and after it every file is whole (docs/reliability.md#new-profiles).
     """
     root = Path(root)
     validate_profile_name(name)
@@ -261,10 +267,14 @@ def create_profile(
     staging = base / f".{name}{STAGING_INFIX}{os.getpid()}"
     _remove_staging(staging)  # a leftover of a crashed earlier run with our pid
     try:
-        with fsio.mapped("build the new profile in", staging):  # reading the clone source included
-            _build_profile(staging, source=source, create_empty=create_empty)
-        for rel, text in (extra_files or {}).items():
-            fsio.atomic_write_text(staging / rel, text)
+        with fsio.deferred():
+            with fsio.mapped("build the new profile in", staging):  # reading the clone source included
+                _build_profile(staging, source=source, create_empty=create_empty)
+            for rel, text in (extra_files or {}).items():
+                fsio.atomic_write_text(staging / rel, text)
+            if fill is not None:
+                fill(staging)
+        fsio.sync_filesystem(staging)
         # Re-check just before publishing: another writer may have created or tombstoned it.
         _refuse_existing(root, name, target)
         fsio.publish_dir(staging, target)  # ConflictError if it appeared meanwhile

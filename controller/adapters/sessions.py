@@ -200,11 +200,12 @@ def _title_row(conn: sqlite3.Connection) -> sqlite3.Row | None:
 # --- write ---------------------------------------------------------------------------------
 
 
-def ensure_bot_chat(profile_dir: Path) -> bool:
+def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None) -> bool:
     """Make sure the profile has exactly one Bot Chat; True if this call created it.
 
     Check and insert run in one `BEGIN IMMEDIATE` transaction, so two writers (or Hermes itself)
-    can never produce a second row or an untitled orphan.
+    can never produce a second row or an untitled orphan. `profile`: the profile's name when
+    `profile_dir` is its staging folder (a new profile, not yet published).
     """
     profile_dir = Path(profile_dir)
     if not profile_dir.is_dir():
@@ -224,7 +225,7 @@ def ensure_bot_chat(profile_dir: Path) -> bool:
             # before that fsync can only lose the new Bot Chat, which the next apply re-creates.
             conn.execute("PRAGMA synchronous=OFF")
         began = _prepare(conn)
-        created = _insert_if_missing(conn, _profile_name(profile_dir), began=began)
+        created = _insert_if_missing(conn, profile or _profile_name(profile_dir), began=began)
     except sqlite3.Error as exc:
         raise HermesStateError(f"cannot write the Bot Chat session to {db}: {exc}", path=str(db)) from exc
     finally:
@@ -240,7 +241,7 @@ def _sync_file(path: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
         try:
-            os.fsync(fd)
+            fsio.sync_file(fd)  # inside fsio.deferred(): the staging folder's one syncfs instead
         finally:
             os.close(fd)
 

@@ -7,6 +7,7 @@ wrapping the real functions (they still run).
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -18,6 +19,7 @@ import pytest
 from controller.adapters import fsio
 from controller.adapters import inventory as inventory_file
 from controller.engine.watching import Log, ProgressLog
+from controller.errors import HermesStateError
 from controller.verbs import progress as progress_mod
 from controller.verbs.progress import ProgressLine
 from tests.integration.helpers import apply, changes, fields, plan, write_fleet
@@ -116,12 +118,31 @@ def test_grouped_syncs_a_renamed_folder_once_and_still_syncs_on_an_error(tmp_pat
     assert (final / "a").read_text() == "x" and (final / "c").read_text() == "y"
 
 
-def test_apply_syncs_fewer_folders_than_files(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_profile_is_synced_once_as_a_whole_before_its_rename(
+    home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     manifest = fleet_with_routines(manifests, bots=3, routines=1)
-    calls = count_fsyncs(monkeypatch)
+    synced: list[str] = []
+    real_fsync, real_syncfs = os.fsync, fsio._syncfs
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    def syncfs(fd: int) -> bool:
+        synced.append("syncfs " + os.readlink(f"/proc/self/fd/{fd}"))
+        return real_syncfs(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(fsio, "_syncfs", syncfs)
     assert apply(manifest, home).code == 0
-    # Per bot: the profile folder (staging, then published), profiles/ and cron/, each once.
-    assert calls.count("dir") < calls.count("file"), calls
+    whole = [s for s in synced if s.startswith("syncfs ")]
+    # One syncfs per new profile, on its staging folder, and no fsync of any file inside one.
+    assert len(whole) == 3 and all(".staging-" in s for s in whole), synced
+    assert not [s for s in synced if ".staging-" in s and not s.startswith("syncfs ")], synced
+    # Per bot: the syncfs, profiles/ after the rename, its cron store and cron/ (routines); then
+    # the run's own state (inventory twice, parse cache, history) with their folders.
+    assert len(synced) <= 3 * 4 + 8, synced
 
 
 class Clock:
@@ -278,3 +299,36 @@ def test_a_damaged_cache_is_ignored(
         fresh_parser.clear()
         assert plan(manifest, home, "--detailed-exitcode").code == 0
         assert fresh_parser  # everything parsed again, nothing wrong
+
+
+def test_without_syncfs_every_file_and_folder_of_the_staging_tree_is_fsynced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = tmp_path / "staging"
+    (tree / "cron").mkdir(parents=True)
+    for rel in ("config.yaml", ".env", "cron/jobs.json"):
+        (tree / rel).write_text("x")
+    synced: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd))[1])
+    monkeypatch.setattr(fsio, "_syncfs", lambda fd: False)  # a C library without syncfs(2)
+    fsio.sync_filesystem(tree)
+    assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in synced) == [
+        "staging", "staging/.env", "staging/config.yaml", "staging/cron", "staging/cron/jobs.json",
+    ]  # fmt: skip
+
+
+def test_inside_deferred_no_write_is_fsynced_and_a_failing_sync_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = count_fsyncs(monkeypatch)
+    with fsio.deferred():
+        fsio.atomic_write_text(tmp_path / "a", "x")
+    assert calls == [] and (tmp_path / "a").read_text() == "x"
+
+    def failing(fd: int) -> bool:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(fsio, "_syncfs", failing)
+    with pytest.raises(HermesStateError, match="cannot sync .*I/O error"):
+        fsio.sync_filesystem(tmp_path)

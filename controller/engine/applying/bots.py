@@ -71,22 +71,24 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs, kept: list[st
         return
     bot = inputs.state.bots[name]
     path = profile_dir(root, name)
+    want = bot_desired(inputs.state, obs, bot)
     if change.action is Action.CREATE:
+        # Every file is written into the staging folder; one sync and one rename publish it whole.
         profiles.create_profile(
             root,
             name,
             clone_from=bot.clone_from,
             create_empty=bot.create_empty,
             extra_files={inventory_file.MARKER: inventory_file.marker_text(fleet, name)},
+            fill=lambda staging: write_fields(staging, change.fields, want.fields, bot=bot),
         )
-    elif name == DEFAULT_PROFILE:
-        fsio.make_dirs(root, mode=0o700)
-    elif change.action is Action.ADOPT or inventory_file.read_marker(root, name) is None:
-        inventory_file.write_marker(path, fleet, name)
-    want = bot_desired(inputs.state, obs, bot)
-    if change.action is not Action.CREATE:
+    else:
+        if name == DEFAULT_PROFILE:
+            fsio.make_dirs(root, mode=0o700)
+        elif change.action is Action.ADOPT or inventory_file.read_marker(root, name) is None:
+            inventory_file.write_marker(path, fleet, name)
         keep_hand_edits(root, path, change.fields, inputs, kept)
-    write_fields(path, change.fields, want.fields, bot=bot)
+        write_fields(path, change.fields, want.fields, bot=bot)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted", Action.RENAME: "renamed"}.get(change.action, "updated")
     record(inventory, bot_key(name), want.fields, want.secret_keys, verb)
 
@@ -223,7 +225,8 @@ def write_fields(path: Path, fields: tuple[FieldChange, ...], desired: Mapping[s
     if "avatar" in groups and bot is not None:
         _write_avatar(path, bot.avatar_image if "avatar" in desired else None)
     if "botchat" in groups:
-        sessions.ensure_bot_chat(path)
+        # By name: `path` may be the staging folder of a new profile (profiles.create_profile).
+        sessions.ensure_bot_chat(path, profile=bot.name if bot is not None and bot.name != DEFAULT_PROFILE else None)
 
 
 def _write_config(target: Path, changes: list[FieldChange], desired: Mapping[str, Any]) -> None:
