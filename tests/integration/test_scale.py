@@ -330,5 +330,5 @@ def test_inside_deferred_no_write_is_fsynced_and_a_failing_sync_is_a_clear_error
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     monkeypatch.setattr(fsio, "_syncfs", failing)
-    with pytest.raises(HermesStateError, match="cannot sync .*I/O error"):
+    with pytest.raises(HermesStateError, match=r"cannot sync .*I/O error"):
         fsio.sync_filesystem(tmp_path)
