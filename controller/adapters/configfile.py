@@ -341,6 +341,14 @@ def _fast_plain(text: str, source: str | None = None) -> dict[str, Any] | None:
     return plain
 
 
+def _remember_emitted(text: str, data: Mapping[str, Any]) -> None:
+    """The values of a text yamlemit wrote, so reading it back needs no parser: the emitter is
+    exact (PyYAML reads its output back as these very values: tests/adapters/test_yamlemit.py)."""
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.clear()
+    _MEMO.setdefault(text_digest(text), to_plain(data))
+
+
 def remember(entries: Mapping[str, Any]) -> None:
     """Take parsed documents (digest -> plain values) a previous run stored."""
     for key, plain in entries.items():
@@ -449,7 +457,8 @@ class ConfigDoc:
     @property
     def _data(self) -> CommentedMap:
         if self._tree is None:
-            self._tree = _round_trip_load(self._text, self.source)
+            # An empty text has nothing to keep: no parser (ruamel's costs about 1 ms to set up).
+            self._tree = _round_trip_load(self._text, self.source) if self._text else CommentedMap()
             self._plain = None
         return self._tree
 
@@ -568,6 +577,7 @@ class ConfigDoc:
         if not self._text:  # made from nothing: no comments or styles to keep (yamlemit.py)
             text = yamlemit.emit(self._data, _resolves_other)
             if text is not None:
+                _remember_emitted(text, self._data)
                 return text
         buffer = io.StringIO()
         self._yaml.dump(self._data, buffer)

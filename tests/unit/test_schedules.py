@@ -140,3 +140,20 @@ def test_as_hermes_gives_the_jobs_json_schedule_object() -> None:
         "run_at": (NOW + timedelta(minutes=30)).isoformat(),
         "display": "once in 30m",
     }
+
+
+@pytest.mark.parametrize("expr", ["* * * * *", "*/7 * * * *", "0 8 * * 1-5", "30 2 * * 0", "15 */3 * * *"])
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata"])
+def test_cached_cron_runs_equal_croniter_from_the_exact_time(expr: str, zone: str) -> None:
+    """next_runs caches by the minute of `now`; croniter from the exact second must agree,
+    across DST changes too (2026-03-29 in Berlin, 2026-11-01 in New York)."""
+    from zoneinfo import ZoneInfo
+
+    from croniter import croniter
+
+    tz = ZoneInfo(zone)
+    for start in (datetime(2026, 3, 29, 1, 59, 59, 999999), datetime(2026, 11, 1, 1, 30, 0), datetime(2026, 6, 1, 8, 0)):
+        for seconds in (0, 1, 30, 59.5):
+            now = (start + timedelta(seconds=seconds)).replace(tzinfo=tz)
+            it = croniter(expr, now)
+            assert schedules.next_runs(schedules.parse(expr), 4, now=now) == [it.get_next(datetime) for _ in range(4)]
