@@ -126,7 +126,9 @@ def next_runs(schedule: Schedule, count: int, *, now: datetime) -> list[datetime
     """The next `count` run times after `now` (one at most for one-shots)."""
     if schedule.kind == "cron" and schedule.expr is not None:
         # Cron fires on whole minutes, so the runs after `now` are the runs after its minute.
-        return list(_cron_runs(schedule.expr, now.replace(second=0, microsecond=0), count))
+        # The zone is part of the key: aware datetimes of one instant in two zones are equal
+        # (and hash alike), but croniter answers each in its own zone's wall clock.
+        return list(_cron_runs(schedule.expr, now.replace(second=0, microsecond=0), now.tzinfo, count))
     if schedule.kind == "interval":
         step = timedelta(minutes=schedule.minutes or 0)
         return [now + step * (i + 1) for i in range(count)]
@@ -136,7 +138,7 @@ def next_runs(schedule: Schedule, count: int, *, now: datetime) -> list[datetime
 
 
 @functools.lru_cache(maxsize=4096)
-def _cron_runs(expr: str, now: datetime, count: int) -> tuple[datetime, ...]:
+def _cron_runs(expr: str, now: datetime, zone: tzinfo | None, count: int) -> tuple[datetime, ...]:
     # Cached: a fleet repeats a few expressions across thousands of routines, and one run asks
     # for each within the same minute (`now` is cut to it); croniter costs about 0.3 ms a call.
     from croniter import croniter

@@ -157,3 +157,15 @@ def test_cached_cron_runs_equal_croniter_from_the_exact_time(expr: str, zone: st
             now = (start + timedelta(seconds=seconds)).replace(tzinfo=tz)
             it = croniter(expr, now)
             assert schedules.next_runs(schedules.parse(expr), 4, now=now) == [it.get_next(datetime) for _ in range(4)]
+
+
+def test_cached_cron_runs_keep_each_zone_for_the_same_instant() -> None:
+    """One instant in two zones is one key for a dict of datetimes; the runs differ by zone."""
+    from zoneinfo import ZoneInfo
+
+    utc = datetime(2026, 12, 1, 23, 0, tzinfo=UTC)
+    kolkata = utc.astimezone(ZoneInfo("Asia/Kolkata"))
+    assert utc == kolkata
+    nine = schedules.parse("0 9 * * *")
+    assert schedules.next_runs(nine, 1, now=utc)[0].isoformat() == "2026-12-02T09:00:00+00:00"
+    assert schedules.next_runs(nine, 1, now=kolkata)[0].isoformat() == "2026-12-02T09:00:00+05:30"
