@@ -136,6 +136,11 @@ def deferred() -> Iterator[None]:
         _DEFERRED.reset(token)
 
 
+def is_deferred() -> bool:
+    """Inside `deferred()`: the writes go into a folder nobody can see yet (a staging folder)."""
+    return _DEFERRED.get()
+
+
 def sync_file(fd: int) -> None:
     """fsync an open file, unless inside `deferred()`."""
     if not _DEFERRED.get():
@@ -191,6 +196,8 @@ def fsync_dir(folder: Path) -> None:
             if (st.st_dev, st.st_ino) in group:
                 os.close(fd)
             else:
+                if len(group) >= GROUP_MAX_FOLDERS:
+                    _sync_group(group)  # never hold more descriptors than this
                 group[(st.st_dev, st.st_ino)] = fd
             return
         try:
@@ -199,13 +206,17 @@ def fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+GROUP_MAX_FOLDERS = 256  # open folder descriptors a group holds at most; then it syncs them early
+
+
 @contextlib.contextmanager
 def grouped() -> Iterator[None]:
-    """Group the folder fsyncs of one object's writes: each file is still synced before its
-    rename (so it is old or new, never torn), and each folder once when the block ends, even on
-    an error. A kill in the block loses nothing a per-write folder fsync would keep (the renames
-    are done either way); only a power cut can undo some of this object's renames, each
-    file then back at its old, whole version. Nested blocks join the outermost."""
+    """Group the folder fsyncs of the writes in the block (the bots of one apply): each file is
+    still synced before its rename (so it is old or new, never torn), and each folder once when
+    the block ends (or when it holds GROUP_MAX_FOLDERS), even on an error. A kill in the block
+    loses nothing a per-write folder fsync would keep (the renames are done either way); only a
+    power cut can undo some of the block's renames, each file then back at its old, whole
+    version. Nested blocks join the outermost."""
     if _GROUP.get() is not None:
         yield
         return
@@ -215,10 +226,23 @@ def grouped() -> Iterator[None]:
         yield
     finally:
         _GROUP.reset(token)
-        for fd in group.values():
-            with contextlib.suppress(OSError):
-                os.fsync(fd)
-            os.close(fd)
+        _sync_group(group)
+
+
+def sync_group_now() -> None:
+    """Inside `grouped()`: sync the folders it holds now (what must be durable before the next
+    write, e.g. a profile's move before the inventory records it)."""
+    group = _GROUP.get()
+    if group is not None:
+        _sync_group(group)
+
+
+def _sync_group(group: dict[tuple[int, int], int]) -> None:
+    for fd in group.values():
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+        os.close(fd)
+    group.clear()
 
 
 UNCHECKED = object()  # `expect` default: replace whatever is there

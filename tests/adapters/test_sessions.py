@@ -197,10 +197,48 @@ def assert_lists_bot_chat(hermes: HermesCLI, name: str, session_id: str) -> None
     assert session_id in line
 
 
+def new_bot_chat(root: Path, how: str) -> Path:
+    """A new profile `bot` with its Bot Chat: written by SQLite in the published profile, or as
+    the in-memory image a new profile's staging folder gets (sessions.new_db_image)."""
+    if how == "sqlite":
+        path = profiles.create_profile(root, "bot")
+        assert sessions.ensure_bot_chat(path) is True
+        return path
+    made: list[bool] = []
+    path = profiles.create_profile(
+        root, "bot", fill=lambda staging: made.append(sessions.ensure_bot_chat(staging, profile="bot"))
+    )
+    assert made == [True]
+    return path
+
+
+def test_a_staged_profile_gets_the_same_database_sqlite_would_write(tmp_path: Path) -> None:
+    def dump(db: Path) -> dict:
+        conn = sqlite3.connect(db)
+        try:
+            return {
+                "mode": conn.execute("PRAGMA journal_mode").fetchone()[0],
+                "ok": conn.execute("PRAGMA integrity_check").fetchone()[0],
+                "schema": sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master")),
+                "version": conn.execute("SELECT version FROM schema_version").fetchall(),
+                "rows": [{k: v for k, v in r.items() if k not in ("id", "started_at")} for r in rows(db)],
+            }
+        finally:
+            conn.close()
+
+    image = new_bot_chat(tmp_path / "a", "image")
+    written = new_bot_chat(tmp_path / "b", "sqlite")
+    assert dump(image / "state.db") == dump(written / "state.db")
+    assert dump(image / "state.db")["mode"] == "wal" and dump(image / "state.db")["rows"][0]["profile_name"] == "bot"
+    assert SESSION_ID_RE.match(rows(image / "state.db")[0]["id"])
+    assert sorted(p.name for p in image.iterdir() if p.name.startswith("state.db")) == ["state.db"]
+    assert sessions.ensure_bot_chat(image) is False  # found, as any Bot Chat
+
+
 @pytest.mark.hermes
-def test_hermes_lists_our_bot_chat(hermes: HermesCLI, hermes_root: Path) -> None:
-    path = profiles.create_profile(hermes_root, "bot")
-    assert sessions.ensure_bot_chat(path) is True
+@pytest.mark.parametrize("how", ["sqlite", "image"])
+def test_hermes_lists_our_bot_chat(hermes: HermesCLI, hermes_root: Path, how: str) -> None:
+    path = new_bot_chat(hermes_root, how)
     session_id = sessions.find_bot_chat(path)["id"]
 
     assert_lists_bot_chat(hermes, "bot", session_id)
@@ -223,10 +261,10 @@ def test_hermes_lists_our_bot_chat(hermes: HermesCLI, hermes_root: Path) -> None
 
 
 @pytest.mark.hermes
-def test_hermes_reads_our_fresh_db_read_only(hermes: HermesCLI, hermes_root: Path) -> None:
+@pytest.mark.parametrize("how", ["sqlite", "image"])
+def test_hermes_reads_our_fresh_db_read_only(hermes: HermesCLI, hermes_root: Path, how: str) -> None:
     """Cross-profile readers open state.db read-only, with no schema init: our DB must serve them."""
-    path = profiles.create_profile(hermes_root, "bot")
-    sessions.ensure_bot_chat(path)
+    path = new_bot_chat(hermes_root, how)
     out = hermes.python(
         "from pathlib import Path\n"
         "from hermes_state import SessionDB\n"

@@ -332,3 +332,17 @@ def test_inside_deferred_no_write_is_fsynced_and_a_failing_sync_is_a_clear_error
     monkeypatch.setattr(fsio, "_syncfs", failing)
     with pytest.raises(HermesStateError, match=r"cannot sync .*I/O error"):
         fsio.sync_filesystem(tmp_path)
+
+
+def test_a_group_holds_at_most_its_limit_of_folder_descriptors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = count_fsyncs(monkeypatch)
+    monkeypatch.setattr(fsio, "GROUP_MAX_FOLDERS", 2)
+    before = len(os.listdir("/proc/self/fd"))
+    with fsio.grouped():
+        for i in range(5):
+            (tmp_path / f"d{i}").mkdir()
+            fsio.atomic_write_text(tmp_path / f"d{i}" / "f", "x")
+            assert len(os.listdir("/proc/self/fd")) <= before + 2
+        assert calls.count("dir") == 4  # d0..d3 synced early, two at a time; d4 still held
+    assert calls.count("dir") == 5 and calls.count("file") == 5
+    assert len(os.listdir("/proc/self/fd")) == before

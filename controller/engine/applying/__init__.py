@@ -1,9 +1,11 @@
 """Applying: carry out a Plan through the adapters, one object at a time.
 
-Bots first (bots.py), then each bot's routines in one locked write of its cron store
-(routines.py), then rooms over the gateway (rooms.py). A failure stops that one object, is
-recorded with its cause, and the others go on; the next apply finishes the job. Ownership and
-last-applied values are recorded in the inventory as each object lands.
+The new jobs' ids are chosen and written ahead into the inventory first (routines.py). Then the
+bots (bots.py): a new bot's whole profile, its cron store included, is built in a staging folder
+and published with one sync and one rename. Then the routines of the other bots, each bot's in one
+locked write of its cron store, then rooms over the gateway (rooms.py). A failure stops that one
+object, is recorded with its cause, and the others go on; the next apply finishes the job.
+Ownership and last-applied values are recorded in the inventory as each object lands.
 """
 
 from __future__ import annotations
@@ -83,59 +85,78 @@ def apply_plan(
 
     routine_batches: dict[str, list[ObjectChange]] = {}
     room_changes: list[ObjectChange] = []
-    failed_bots: set[str] = set()
     for change in plan.changes:
-        if change.action is Action.NOOP:
-            bots.refresh_record(root, change, inputs)
-        if change.action not in WRITING_ACTIONS:
-            continue
-        if should_stop is not None and should_stop():
-            result.abandoned = True  # a shutdown between two objects: each finished object is whole
-            break
-        if change.kind is Kind.ROUTINE:
+        if change.action in WRITING_ACTIONS and change.kind is Kind.ROUTINE:
             routine_batches.setdefault(change.bot, []).append(change)
-        elif change.kind is Kind.ROOM:
+        elif change.action in WRITING_ACTIONS and change.kind is Kind.ROOM:
             room_changes.append(change)
-        else:
+    # Routines first in part: check and choose the new jobs' ids for every bot, and record them in
+    # one write-ahead of the inventory before any cron store is written. A new bot's cron store is
+    # then built in its staging folder with the rest of its profile (one sync, one rename).
+    ready: dict[str, tuple[list[ObjectChange], dict[str, str]]] = {}
+    unready: dict[str, str] = {}  # bot -> why its routines cannot be written
+    for bot, batch in routine_batches.items():
+        try:
+            ready[bot] = (batch, routines.prepare(bot, batch, inputs))
+        except ControllerError as exc:
+            unready[bot] = str(exc)
+    if ready and not (should_stop is not None and should_stop()):
+        try:
+            routines.write_ahead(root, {bot: ids for bot, (_, ids) in ready.items()}, inputs)
+        except ControllerError as exc:
+            unready.update(dict.fromkeys(ready, str(exc)))
+            ready = {}
+    staged: dict[str, dict[str, str]] = {}  # bot -> the ids its new cron store got in staging
+
+    def with_new_store(change: ObjectChange) -> Callable[[Path], None] | None:
+        batch, ids = ready.get(change.name, ([], {}))
+        if not batch or change.ref or any(c.action is not Action.CREATE for c in batch):
+            return None
+
+        def write(staging: Path) -> None:
+            staged[change.name] = routines.write_store(staging, change.name, batch, inputs, ids)
+
+        return write
+
+    failed_bots: set[str] = set()
+    with fsio.grouped():  # each folder synced once for all bots (profiles/: docs/performance.md)
+        for change in plan.changes:
+            if change.action is Action.NOOP:
+                bots.refresh_record(root, change, inputs)
+            if change.action not in WRITING_ACTIONS or change.kind in (Kind.ROUTINE, Kind.ROOM):
+                continue
+            if should_stop is not None and should_stop():
+                result.abandoned = True  # a shutdown between two objects: each finished object is whole
+                break
             starting(change.key)
+            more = with_new_store(change) if change.action is Action.CREATE else None
             try:
-                with fsio.grouped():  # one fsync per folder per object (docs/performance.md)
-                    bots.apply_object(root, change, inputs, result.replaced)
+                bots.apply_object(root, change, inputs, result.replaced, with_new=more)
                 report(Outcome(change, True))
             except ControllerError as exc:  # the adapters map every OSError onto the error tree
                 report(Outcome(change, False, str(exc)))
                 failed_bots.add(change.name)
-    # Routines: check and choose ids for every bot, one write-ahead of all new job ids, then each
-    # bot's cron store in one locked write.
-    ready: dict[str, tuple[list[ObjectChange], dict[str, str]]] = {}
+                staged.pop(change.name, None)  # its staging folder, cron store included, is gone
     for bot, batch in routine_batches.items():
         if result.abandoned:
             break
-        if bot in failed_bots:
+        if bot in failed_bots or bot in unready:
+            why = f"bot/{bot} was not converged" if bot in failed_bots else unready[bot]
             for change in batch:
-                report(Outcome(change, False, f"bot/{bot} was not converged"))
+                report(Outcome(change, False, why))
             continue
-        try:
-            ready[bot] = (batch, routines.prepare(bot, batch, inputs))
-        except ControllerError as exc:
-            for change in batch:
-                report(Outcome(change, False, str(exc)))
-    if ready and not result.abandoned:
-        try:
-            routines.write_ahead(root, {bot: ids for bot, (_, ids) in ready.items()}, inputs)
-        except ControllerError as exc:
-            for batch, _ in ready.values():
-                for change in batch:
-                    report(Outcome(change, False, str(exc)))
-            ready = {}
-    for bot, (batch, ids) in ready.items():
-        starting(f"routine/{bot}/*")
-        try:
-            with fsio.grouped():
-                routines.apply_routines(root, bot, batch, inputs, ids)
+        batch, ids = ready[bot]
+        if bot in staged:  # written with its new profile
+            routines.record(bot, batch, inputs, staged[bot])
             outcomes = [Outcome(change, True) for change in batch]
-        except ControllerError as exc:
-            outcomes = [Outcome(change, False, str(exc)) for change in batch]
+        else:
+            starting(f"routine/{bot}/*")
+            try:
+                with fsio.grouped():
+                    routines.apply_routines(root, bot, batch, inputs, ids)
+                outcomes = [Outcome(change, True) for change in batch]
+            except ControllerError as exc:
+                outcomes = [Outcome(change, False, str(exc)) for change in batch]
         for outcome in outcomes:
             report(outcome)
     if room_changes and not result.abandoned:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,17 @@ from controller.manifests.desired import DesiredBot
 META_NEVER_WRITE = ("image", "pet", "chat")  # docs/hermes/bot-mode.md#never-write
 
 
-def apply_object(root: Path, change: ObjectChange, inputs: Inputs, kept: list[str] | None = None) -> None:
+def apply_object(
+    root: Path,
+    change: ObjectChange,
+    inputs: Inputs,
+    kept: list[str] | None = None,
+    with_new: Callable[[Path], None] | None = None,
+) -> None:
     """Converge one bot (or the install-wide settings) and record it in the inventory.
+
+    `with_new(staging)`: more of a new profile to write into its staging folder before it is
+    published (its cron store: applying/__init__.py).
 
     A file about to be overwritten where a managed field was edited by hand (drift) is first
     copied to `.hermes-fleet/replaced/` (`keep_hand_edits`); the copies' paths go to `kept`.
@@ -80,7 +89,7 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs, kept: list[st
             clone_from=bot.clone_from,
             create_empty=bot.create_empty,
             extra_files={inventory_file.MARKER: inventory_file.marker_text(fleet, name)},
-            fill=lambda staging: write_fields(staging, change.fields, want.fields, bot=bot),
+            fill=lambda staging: fill_new(staging, change.fields, want.fields, bot, with_new),
         )
     else:
         if name == DEFAULT_PROFILE:
@@ -91,6 +100,19 @@ def apply_object(root: Path, change: ObjectChange, inputs: Inputs, kept: list[st
         write_fields(path, change.fields, want.fields, bot=bot)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted", Action.RENAME: "renamed"}.get(change.action, "updated")
     record(inventory, bot_key(name), want.fields, want.secret_keys, verb)
+
+
+def fill_new(
+    staging: Path,
+    fields: tuple[FieldChange, ...],
+    desired: Mapping[str, Any],
+    bot: DesiredBot,
+    more: Callable[[Path], None] | None,
+) -> None:
+    """A new profile's files, written into its staging folder (profiles.create_profile)."""
+    write_fields(staging, fields, desired, bot=bot)
+    if more is not None:
+        more(staging)
 
 
 def move_profile(root: Path, old: str, new: str, inputs: Inputs) -> None:
@@ -125,6 +147,7 @@ def move_profile(root: Path, old: str, new: str, inputs: Inputs) -> None:
 
         cronstore.update(target, retarget, now=datetime.now().astimezone())
     if inputs.inventory.rename_bot(old, new):
+        fsio.sync_group_now()  # the move is durable before the inventory says it happened
         records.save(root, inputs.inventory)
 
 

@@ -68,10 +68,16 @@ def write_ahead(root: Path, pending: dict[str, dict[str, str]], inputs: Inputs) 
 def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inputs, ids: dict[str, str]) -> None:
     """Write one bot's routine changes in one locked write of its cron store; its new jobs get
     the `ids` that `prepare` chose and `write_ahead` recorded."""
+    path = home.check_profile(root, bot)  # the cron store stays inside the bot's own profile
+    record(bot, batch, inputs, write_store(path, bot, batch, inputs, ids))
+
+
+def write_store(path: Path, bot: str, batch: list[ObjectChange], inputs: Inputs, ids: dict[str, str]) -> dict[str, str]:
+    """Carry out `batch` in the cron store of the profile at `path` (a new profile's staging
+    folder too); returns title -> id of the jobs it created."""
     desired_bot = inputs.state.bots.get(bot)
     by_title = {r.name: r for r in (desired_bot.routines if desired_bot else ())}
     now = now_in(inputs.observed.timezones.get(bot))
-    path = home.check_profile(root, bot)  # the cron store stays inside the bot's own profile
     prepared = {c.title: jobs.new_job(bot, by_title[c.title], now, ids[c.title]) for c in batch if c.action is Action.CREATE}
     created: dict[str, str] = {}
 
@@ -99,6 +105,13 @@ def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inpu
 
     if any(c.action in WRITING for c in batch) and (path.is_dir() or any(c.action is not Action.DELETE for c in batch)):
         cronstore.update(path, mutate, now=now)
+    return created
+
+
+def record(bot: str, batch: list[ObjectChange], inputs: Inputs, created: dict[str, str]) -> None:
+    """The inventory entries of a bot's routines once its cron store holds them."""
+    desired_bot = inputs.state.bots.get(bot)
+    by_title = {r.name: r for r in (desired_bot.routines if desired_bot else ())}
     inventory = inputs.inventory
     for change in batch:
         key = routine_key(bot, change.title)
