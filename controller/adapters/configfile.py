@@ -341,12 +341,12 @@ def _fast_plain(text: str, source: str | None = None) -> dict[str, Any] | None:
     return plain
 
 
-def _remember_emitted(text: str, data: Mapping[str, Any]) -> None:
+def _remember_emitted(text: str, plain: dict[str, Any]) -> None:
     """The values of a text yamlemit wrote, so reading it back needs no parser: the emitter is
     exact (PyYAML reads its output back as these very values: tests/adapters/test_yamlemit.py)."""
     if len(_MEMO) >= _MEMO_MAX:
         _MEMO.clear()
-    _MEMO.setdefault(text_digest(text), to_plain(data))
+    _MEMO.setdefault(text_digest(text), plain)
 
 
 def remember(entries: Mapping[str, Any]) -> None:
@@ -575,10 +575,10 @@ class ConfigDoc:
         if not self._data:
             return ""
         if not self._text:  # made from nothing: no comments or styles to keep (yamlemit.py)
-            text = yamlemit.emit(self._data, _resolves_other)
-            if text is not None:
-                _remember_emitted(text, self._data)
-                return text
+            emitted = yamlemit.emit(self._data, _resolves_other)
+            if emitted is not None:
+                _remember_emitted(*emitted)
+                return emitted[0]
         buffer = io.StringIO()
         self._yaml.dump(self._data, buffer)
         return buffer.getvalue()

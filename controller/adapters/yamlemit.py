@@ -36,18 +36,19 @@ class _Decline(Exception):
     """The document needs the round-trip emitter."""
 
 
-def emit(data: Mapping[str, Any], resolves: Callable[[str], bool]) -> str | None:
-    """The document as ruamel (configfile._make_yaml) would write it, or None when it declines.
+def emit(data: Mapping[str, Any], resolves: Callable[[str], bool]) -> tuple[str, dict[str, Any]] | None:
+    """The document as ruamel (configfile._make_yaml) would write it, with its values as plain
+    dicts and lists (what reading the text back gives), or None when it declines.
 
     `resolves(text)` says whether a plain scalar `text` would be read as something other than a
     string (PyYAML's implicit resolver); such strings need quotes and are declined.
     """
     out: list[str] = []
     try:
-        _mapping(data, 0, out, resolves)
+        plain = _mapping(data, 0, out, resolves)
     except _Decline:
         return None
-    return "".join(out)
+    return "".join(out), plain
 
 
 def _plain(text: str, resolves: Callable[[str], bool]) -> str:
@@ -81,33 +82,41 @@ def _key(key: Any, resolves: Callable[[str], bool]) -> str:
     return _plain(key, resolves)
 
 
-def _mapping(data: Mapping[str, Any], indent: int, out: list[str], resolves: Callable[[str], bool], first: str = "") -> None:
+def _mapping(
+    data: Mapping[str, Any], indent: int, out: list[str], resolves: Callable[[str], bool], first: str = ""
+) -> dict[str, Any]:
     """Each `key: value` line at `indent`; `first` replaces the first line's indent (a `- ` item)."""
     if not isinstance(data, Mapping) or not data:
         raise _Decline
     pad = " " * indent
     lead = first or pad
+    plain: dict[str, Any] = {}
     for key, value in data.items():
         head = f"{lead}{_key(key, resolves)}:"
         lead = pad
         if isinstance(value, Mapping):
             out.append(head + "\n")
-            _mapping(value, indent + _INDENT, out, resolves)
+            plain[key] = _mapping(value, indent + _INDENT, out, resolves)
         elif isinstance(value, list | tuple):
             out.append(head + "\n")
-            _sequence(value, indent + _INDENT, out, resolves)
+            plain[key] = _sequence(value, indent + _INDENT, out, resolves)
         else:
             out.append(f"{head} {_scalar(value, resolves)}\n")
+            plain[key] = value
+    return plain
 
 
-def _sequence(items: list[Any] | tuple[Any, ...], indent: int, out: list[str], resolves: Callable[[str], bool]) -> None:
+def _sequence(items: list[Any] | tuple[Any, ...], indent: int, out: list[str], resolves: Callable[[str], bool]) -> list[Any]:
     if not items:
         raise _Decline
     dash = " " * indent + "- "
+    plain: list[Any] = []
     for item in items:
         if isinstance(item, Mapping):
-            _mapping(item, indent + 2, out, resolves, first=dash)
+            plain.append(_mapping(item, indent + 2, out, resolves, first=dash))
         elif isinstance(item, list | tuple):
             raise _Decline
         else:
             out.append(f"{dash}{_scalar(item, resolves)}\n")
+            plain.append(item)
+    return plain

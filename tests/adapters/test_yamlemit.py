@@ -57,11 +57,12 @@ values = st.recursive(
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(words, values, min_size=1, max_size=5))
 def test_plain_emitter_matches_ruamel_or_declines(data: dict) -> None:
-    got = yamlemit.emit(data, configfile._resolves_other)
-    if got is None:
+    emitted = yamlemit.emit(data, configfile._resolves_other)
+    if emitted is None:
         return
-    assert got == ruamel_dump(data)
-    assert pyyaml.safe_load(got) == data
+    text, plain = emitted
+    assert text == ruamel_dump(data)
+    assert pyyaml.safe_load(text) == data == plain
 
 
 @pytest.mark.parametrize("text", TRICKY)
@@ -72,9 +73,9 @@ def test_strings_that_need_quotes_or_another_layout_are_declined(text: str) -> N
 
 @pytest.mark.parametrize("text", LOOKALIKES)
 def test_lookalikes_that_pyyaml_reads_as_strings_are_written_plain(text: str) -> None:
-    out = yamlemit.emit({"key": text}, configfile._resolves_other)
+    out, plain = yamlemit.emit({"key": text}, configfile._resolves_other) or ("", {})
     assert out == f"key: {text}\n" == ruamel_dump({"key": text})
-    assert pyyaml.safe_load(out) == {"key": text}
+    assert pyyaml.safe_load(out) == {"key": text} == plain
 
 
 def test_a_new_bot_config_takes_the_plain_path_and_reads_back_in_hermes_terms() -> None:
@@ -84,8 +85,8 @@ def test_a_new_bot_config_takes_the_plain_path_and_reads_back_in_hermes_terms() 
         "agent": {"max_turns": 27, "verbose": False},
         "display": {"personality": "Benchmark bot number 7; answers questions about topic 7."},
     }
-    text = yamlemit.emit(data, configfile._resolves_other)
-    assert text is not None and text == ruamel_dump(data)
+    text, plain = yamlemit.emit(data, configfile._resolves_other) or ("", {})
+    assert text == ruamel_dump(data) and plain == data
     assert text.startswith("model:\n  provider: openrouter\n")
     assert "platform_toolsets:\n  cli:\n    - web\n    - terminal\n" in text
     assert pyyaml.safe_load(text) == data
