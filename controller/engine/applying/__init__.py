@@ -100,7 +100,9 @@ def apply_plan(
             ready[bot] = (batch, routines.prepare(bot, batch, inputs))
         except ControllerError as exc:
             unready[bot] = str(exc)
-    if ready and not (should_stop is not None and should_stop()):
+    if should_stop is not None and should_stop():
+        result.abandoned = True  # nothing written yet
+    elif ready:
         try:
             routines.write_ahead(root, {bot: ids for bot, (_, ids) in ready.items()}, inputs)
         except ControllerError as exc:
@@ -120,7 +122,7 @@ def apply_plan(
 
     failed_bots: set[str] = set()
     with fsio.grouped():  # each folder synced once for all bots (profiles/: docs/performance.md)
-        for change in plan.changes:
+        for change in plan.changes if not result.abandoned else ():
             if change.action is Action.NOOP:
                 bots.refresh_record(root, change, inputs)
             if change.action not in WRITING_ACTIONS or change.kind in (Kind.ROUTINE, Kind.ROOM):
@@ -138,8 +140,8 @@ def apply_plan(
                 failed_bots.add(change.name)
                 staged.pop(change.name, None)  # its staging folder, cron store included, is gone
     for bot, batch in routine_batches.items():
-        if result.abandoned:
-            break
+        if result.abandoned and bot not in staged:
+            continue  # a shutdown: only what is written already is recorded
         if bot in failed_bots or bot in unready:
             why = f"bot/{bot} was not converged" if bot in failed_bots else unready[bot]
             for change in batch:
