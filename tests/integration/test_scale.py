@@ -22,7 +22,7 @@ from controller.engine.watching import Log, ProgressLog
 from controller.errors import HermesStateError
 from controller.verbs import progress as progress_mod
 from controller.verbs.progress import ProgressLine
-from tests.integration.helpers import apply, changes, fields, plan, write_fleet
+from tests.integration.helpers import apply, assert_converged, changes, fields, plan, write_fleet
 
 
 def fleet_with_routines(manifests: Path, bots: int, routines: int) -> Path:
@@ -346,3 +346,50 @@ def test_a_group_holds_at_most_its_limit_of_folder_descriptors(tmp_path: Path, m
         assert calls.count("dir") == 4  # d0..d3 synced early, two at a time; d4 still held
     assert calls.count("dir") == 5 and calls.count("file") == 5
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def stopping_after(calls: int) -> Any:
+    """A should_stop that says "stop" from its `calls`+1-th question on (a watch shutdown)."""
+    asked = [0]
+
+    def should_stop() -> bool:
+        asked[0] += 1
+        return asked[0] > calls
+
+    return should_stop
+
+
+def run_once(manifest: Path, home: Path, should_stop: Any) -> Any:
+    from controller.engine import reconciling
+    from controller.manifests import reading
+
+    loaded = reading.load_paths([str(manifest)], recursive=True, fleet=None)
+    assert loaded.state is not None
+    return reconciling.apply_once(home, loaded.state, [str(manifest)], should_stop=should_stop)[1]
+
+
+def test_a_stop_before_anything_is_written_writes_no_profile_and_no_job(home: Path, manifests: Path) -> None:
+    manifest = fleet_with_routines(manifests, bots=3, routines=2)
+    result = run_once(manifest, home, stopping_after(0))
+    assert result.abandoned and result.outcomes == []
+    assert not (home / "profiles").exists() or not any((home / "profiles").iterdir())
+    inventory = (inventory_file.read(home, "acme") or {}).get("objects", {})
+    assert not [key for key in inventory if key.startswith("routine/")]  # no job id written ahead
+    assert apply(manifest, home).code == 0
+    assert_converged(manifest, home)
+
+
+def test_a_stop_between_bots_keeps_each_new_bot_whole_with_its_recorded_routines(home: Path, manifests: Path) -> None:
+    manifest = fleet_with_routines(manifests, bots=3, routines=2)
+    result = run_once(manifest, home, stopping_after(2))  # the write-ahead's question, then bot0's
+    assert result.abandoned
+    assert sorted(o.change.key for o in result.outcomes if o.ok) == ["bot/bot0", "routine/bot0/r0", "routine/bot0/r1"]
+    assert sorted(p.name for p in (home / "profiles").iterdir()) == ["bot0"]  # no staging folder left
+    jobs = json.loads((home / "profiles" / "bot0" / "cron" / "jobs.json").read_text())["jobs"]
+    inventory = (inventory_file.read(home, "acme") or {}).get("objects", {})
+    assert {j["id"] for j in jobs} == {inventory[f"routine/bot0/r{r}"]["job_id"] for r in range(2)}
+    assert all(inventory[f"routine/bot0/r{r}"]["applied"] for r in range(2))
+    assert apply(manifest, home).code == 0
+    assert_converged(manifest, home)
+    again = json.loads((home / "profiles" / "bot0" / "cron" / "jobs.json").read_text())["jobs"]
+    assert again == jobs  # bot0's jobs were kept, not made again
