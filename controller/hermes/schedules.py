@@ -125,10 +125,12 @@ def _parse_iso(text: str, tz: tzinfo | None) -> Schedule:
 def next_runs(schedule: Schedule, count: int, *, now: datetime) -> list[datetime]:
     """The next `count` run times after `now` (one at most for one-shots)."""
     if schedule.kind == "cron" and schedule.expr is not None:
-        # Cron fires on whole minutes, so the runs after `now` are the runs after its minute.
-        # The zone is part of the key: aware datetimes of one instant in two zones are equal
-        # (and hash alike), but croniter answers each in its own zone's wall clock.
-        return list(_cron_runs(schedule.expr, now.replace(second=0, microsecond=0), now.tzinfo, count))
+        # Five fields fire on whole minutes, so the runs after `now` are the runs after its
+        # minute (a sixth field, seconds, keeps the exact time). The zone is part of the key:
+        # aware datetimes of one instant in two zones are equal (and hash alike), but croniter
+        # answers each in its own zone's wall clock.
+        start = now.replace(second=0, microsecond=0) if len(schedule.expr.split()) == 5 else now
+        return list(_cron_runs(schedule.expr, start, now.tzinfo, count))
     if schedule.kind == "interval":
         step = timedelta(minutes=schedule.minutes or 0)
         return [now + step * (i + 1) for i in range(count)]

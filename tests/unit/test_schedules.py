@@ -169,3 +169,14 @@ def test_cached_cron_runs_keep_each_zone_for_the_same_instant() -> None:
     nine = schedules.parse("0 9 * * *")
     assert schedules.next_runs(nine, 1, now=utc)[0].isoformat() == "2026-12-02T09:00:00+00:00"
     assert schedules.next_runs(nine, 1, now=kolkata)[0].isoformat() == "2026-12-02T09:00:00+05:30"
+
+
+def test_a_seconds_field_keeps_the_exact_time() -> None:
+    """Hermes accepts a sixth cron field (croniter's seconds): its runs depend on the second."""
+    from croniter import croniter
+
+    every_ten = schedules.parse("* * * * * */10")
+    for second in (0, 5, 31):
+        now = datetime(2026, 12, 1, 8, 0, second, tzinfo=UTC)
+        it = croniter("* * * * * */10", now)
+        assert schedules.next_runs(every_ten, 3, now=now) == [it.get_next(datetime) for _ in range(3)]
