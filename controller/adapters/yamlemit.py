@@ -51,7 +51,24 @@ def emit(data: Mapping[str, Any], resolves: Callable[[str], bool]) -> tuple[str,
     return "".join(out), plain
 
 
+# Strings found plain, per resolver: a fleet repeats the same keys and values (toolset and
+# platform names) in every bot's config; a dict lookup instead of the checks. Bounded.
+_PLAIN: dict[Callable[[str], bool], set[str]] = {}
+_PLAIN_MAX = 50_000
+
+
 def _plain(text: str, resolves: Callable[[str], bool]) -> str:
+    known = _PLAIN.get(resolves)
+    if known is not None and text in known:
+        return text
+    _check_plain(text, resolves)
+    if known is None or len(known) >= _PLAIN_MAX:
+        known = _PLAIN[resolves] = set()
+    known.add(text)
+    return text
+
+
+def _check_plain(text: str, resolves: Callable[[str], bool]) -> None:
     if (
         not text
         or len(text) > _MAX_SCALAR
@@ -62,7 +79,6 @@ def _plain(text: str, resolves: Callable[[str], bool]) -> str:
         or resolves(text)
     ):
         raise _Decline
-    return text
 
 
 def _scalar(value: Any, resolves: Callable[[str], bool]) -> str:
