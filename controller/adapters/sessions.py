@@ -266,11 +266,14 @@ def new_db_image(profile_name: str | None) -> bytes:
             _TEMPLATE.append(conn.serialize())
         finally:
             conn.close()
-    conn = _connect(":memory:")
+    # The template's sessions table is empty and has our columns: the row goes in as
+    # _insert_if_missing would put it, without its checks (no title, no id to collide with).
+    values = _row_values({name for name, _ in _SESSION_COLUMNS}, profile_name, _session_id())
+    conn = sqlite3.connect(":memory:", isolation_level=None)
     try:
         conn.deserialize(_TEMPLATE[0])
-        conn.execute("PRAGMA foreign_keys=ON")
-        _insert_if_missing(conn, profile_name)
+        marks = ", ".join("?" * len(values))
+        conn.execute(f"INSERT INTO sessions ({', '.join(values)}) VALUES ({marks})", tuple(values.values()))
         image = bytearray(conn.serialize())
     finally:
         conn.close()
@@ -344,9 +347,12 @@ def _insert_if_missing(conn: sqlite3.Connection, profile_name: str | None, *, be
 
 
 def _new_row(conn: sqlite3.Connection, profile_name: str | None) -> dict[str, Any]:
-    columns = _columns(conn, "sessions")
+    return _row_values(_columns(conn, "sessions"), profile_name, _new_session_id(conn))
+
+
+def _row_values(columns: set[str], profile_name: str | None, session_id: str) -> dict[str, Any]:
     values: dict[str, Any] = {
-        "id": _new_session_id(conn),
+        "id": session_id,
         "source": BOT_CHAT_SOURCE,
         "title": BOT_CHAT_TITLE,
         "started_at": time.time(),  # Hermes stores epoch seconds as REAL
@@ -359,11 +365,15 @@ def _new_row(conn: sqlite3.Connection, profile_name: str | None) -> dict[str, An
 
 
 def _new_session_id(conn: sqlite3.Connection) -> str:
-    # Hermes' format: local-time `YYYYMMDD_HHMMSS_<6 hex>` (cli.py uses datetime.now()).
     while True:
-        candidate = f"{datetime.now():%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
+        candidate = _session_id()
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (candidate,)).fetchone() is None:
             return candidate
+
+
+def _session_id() -> str:
+    # Hermes' format: local-time `YYYYMMDD_HHMMSS_<6 hex>` (cli.py uses datetime.now()).
+    return f"{datetime.now():%Y%m%d_%H%M%S}_{secrets.token_hex(3)}"
 
 
 def _profile_name(profile_dir: Path) -> str | None:
