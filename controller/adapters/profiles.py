@@ -274,6 +274,8 @@ def create_profile(
                 fsio.atomic_write_text(staging / rel, text)
             if fill is not None:
                 fill(staging)
+            if not (staging / ".env").exists():  # after `fill`: a bot's env keys go in with the header
+                fsio.atomic_write_text(staging / ".env", PROFILE_ENV_HEADER, mode=0o600)
         fsio.sync_filesystem(staging)
         # Re-check just before publishing: another writer may have created or tombstoned it.
         _refuse_existing(root, name, target)
@@ -337,9 +339,6 @@ def _build_profile(staging: Path, *, source: Path | None, create_empty: bool) ->
         (staging / sub).mkdir()
     if source is not None:
         _copy_clone_files(source, staging)
-    env_path = staging / ".env"
-    if not env_path.exists():
-        fsio.atomic_write_text(env_path, PROFILE_ENV_HEADER, mode=0o600)
     if create_empty:
         fsio.atomic_write_text(staging / NO_BUNDLED_SKILLS_MARKER, _NO_SKILLS_TEXT)
 
