@@ -19,10 +19,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from controller import bounded
 from controller.diagnostics import Diagnostic, format_path
@@ -51,7 +51,9 @@ from controller.manifests.models import (
     SectionDocument,
     Tts,
 )
+from controller.manifests.models.base import assemble
 from controller.manifests.models.bots import BotSpec
+from controller.manifests.models.documents import RoutineDocSpec
 
 DOCUMENT_CLASSES: dict[str, type[BaseModel]] = {
     "Fleet": FleetDocument,
@@ -403,6 +405,9 @@ def _gather_object(model: BaseModel, doc: Document, g: Gathered) -> None:
         for j, r in enumerate(bot.routines or []):
             g.routines.append((name, Declared(r, doc, ("spec", "routines", j))))
         return
+    if isinstance(model, RoutineDocument) and (routine := _routine_of(spec, name)) is not None:
+        g.routines.append((spec.bot, Declared(routine, doc, ("spec",), _META_NAME)))
+        return
     fields = {key: getattr(spec, key) for key in spec.model_fields_set}
     if isinstance(model, SectionDocument):
         g.sections.append(Declared(Section.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME))
@@ -422,13 +427,24 @@ def _bot_of(spec: BotSpec, name: str) -> Bot:
     two would make it (tests/unit/test_validation_speed.py). Bot adds only the name to BotSpec,
     with the rule Metadata.name has already checked (non-empty), so there is nothing left to
     validate: a validation pass per bot was a third of the many-documents form's gathering."""
-    bot = Bot.__new__(Bot)
-    put = object.__setattr__  # the model is frozen; this is what model_construct sets, minus its per-field defaults
-    put(bot, "__dict__", {**spec.__dict__, "name": name})
-    put(bot, "__pydantic_fields_set__", spec.model_fields_set | {"name"})
-    put(bot, "__pydantic_extra__", None)
-    put(bot, "__pydantic_private__", None)
-    return bot
+    return assemble(Bot, {**spec.__dict__, "name": name}, spec.model_fields_set | {"name"})
+
+
+_ROUTINE_NAME = TypeAdapter(Annotated[str, *Routine.model_fields["name"].metadata])
+
+
+def _routine_of(spec: RoutineDocSpec, name: str) -> Routine | None:
+    """The Routine of a Routine document, as `Routine.model_validate` of its spec (less `bot`) and
+    name would make it, when the name passes Routine's own name rule (None when it does not: the
+    caller then validates the plain way, for the error). Routine adds only the name to
+    RoutineSpec, whose rules the document's spec has passed already."""
+    try:
+        _ROUTINE_NAME.validate_python(name)
+    except ValidationError:
+        return None
+    values = {key: value for key, value in spec.__dict__.items() if key != "bot"}
+    values["name"] = name
+    return assemble(Routine, values, (spec.model_fields_set - {"bot"}) | {"name"})
 
 
 def _resolve_fleet(
