@@ -27,6 +27,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from controller import bounded
 from controller.diagnostics import Diagnostic, format_path
 from controller.hermes import DEFAULT_PROFILE, image_extension, naming, schedules
+from controller.hermes.env import ENV_NAME_DENYLIST
 from controller.hermes.env import value_problem as env_value_problem
 from controller.hermes.urls import clear_text_allowed
 from controller.manifests import desired as d
@@ -656,8 +657,6 @@ class _Checks:
             self.report.error(item.at("clone_from"), "a bot cannot be cloned from itself", "name another profile", "reference")
 
     def check_settings(self, item: Declared, settings: Bot | BotDefaults, prefix: tuple[object, ...]) -> None:
-        from controller.hermes.env import ENV_NAME_DENYLIST
-
         for key, value in (settings.env or {}).items():
             if key in ENV_NAME_DENYLIST:  # refused at write time too: refuse before anything is written
                 self.report.error(
