@@ -261,7 +261,7 @@ def _parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
             if data is None:
                 continue
             documents.append(Document(source, index, data, node, base_dir))
-    except _LoadProblem as exc:  # nesting too deep for the composer (see _Parser.descend_resolver)
+    except _LoadProblem as exc:  # nesting too deep for the composer (COMPOSE_DEPTH)
         line, column = _mark(exc.node) if exc.node is not None else (0, 0)
         raise _FileProblem(exc.message, hint=exc.hint, code=exc.code, line=line, column=column) from None
     except MarkedYAMLError as exc:
