@@ -26,4 +26,6 @@ def toolset_keys(toolsets: list[str], platforms: tuple[str, ...] = PLATFORMS_0_1
     One list for all the platforms (a value, never changed in place): at 10,000 bots, 22 copies
     per bot were 30 MB."""
     shared = list(toolsets)
+    if platforms is PLATFORMS_0_19:
+        return dict.fromkeys(_KEYS.values(), shared)  # the same dict, built in C (one per bot)
     return {_KEYS.get(platform) or f"{TOOLSETS_KEY}.{platform}": shared for platform in platforms}

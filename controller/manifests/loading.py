@@ -254,13 +254,16 @@ def _parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
             if node is None:
                 continue
             try:
-                data = _construct(node, budget, depth=0, active=set())
+                data = _construct_document(node, budget)
             except _LoadProblem as exc:
                 line, column = _mark(exc.node) if exc.node is not None else (0, 0)
                 raise _FileProblem(exc.message, hint=exc.hint, code=exc.code, line=line, column=column) from None
             if data is None:
                 continue
             documents.append(Document(source, index, data, node, base_dir))
+    except _LoadProblem as exc:  # nesting too deep for the composer (COMPOSE_DEPTH)
+        line, column = _mark(exc.node) if exc.node is not None else (0, 0)
+        raise _FileProblem(exc.message, hint=exc.hint, code=exc.code, line=line, column=column) from None
     except MarkedYAMLError as exc:
         raise _syntax_problem(exc, text) from None
     except ReaderError as exc:  # a control character: not a MarkedYAMLError, so it has no mark
@@ -279,12 +282,62 @@ def _parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
     return documents
 
 
-def _loader_class() -> Any:
-    Base: Any
+# The C composer recurses once per nesting level, in C, with no limit of its own: some 30,000
+# levels (`[[[[...`, 60 kB) overflowed the C stack and killed the process. The composer calls
+# descend_resolver/ascend_resolver around every node, so they count the levels and stop it far
+# past MAX_DEPTH (which the constructor enforces with the exact position) and far short of the stack.
+COMPOSE_DEPTH = 1_000
+
+
+def _parser_class() -> Any:
+    """A composer that builds ruamel's node tree: the C one (ruamel.yaml.clib) when available."""
     try:
-        from ruamel.yaml.cyaml import CBaseLoader as Base  # C composer: ~10x faster
+        from _ruamel_yaml import CParser  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover - pure-Python fallback (no ruamel.yaml.clib)
-        from ruamel.yaml.loader import BaseLoader as Base
+        return _loader_class()
+    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+    from ruamel.yaml.resolver import BaseResolver
+
+    tags = {
+        ScalarNode: BaseResolver.DEFAULT_SCALAR_TAG,
+        SequenceNode: BaseResolver.DEFAULT_SEQUENCE_TAG,
+        MappingNode: BaseResolver.DEFAULT_MAPPING_TAG,
+    }
+
+    class Parser(CParser):
+        """The bare C parser + composer (no constructor or resolver objects behind it). Our
+        constructor resolves plain scalars itself, so every node gets the shared default Tag:
+        each caches its text, so node.tag stays cheap, and `ctag is` tells the common case."""
+
+        DEFAULT_SCALAR_TAG = BaseResolver.DEFAULT_SCALAR_TAG
+        DEFAULT_SEQUENCE_TAG = BaseResolver.DEFAULT_SEQUENCE_TAG
+        DEFAULT_MAPPING_TAG = BaseResolver.DEFAULT_MAPPING_TAG
+
+        def __init__(self, text: str) -> None:
+            super().__init__(text)
+            depth = 0  # in a closure: an attribute of this C-backed object costs 0.1 s per million nodes
+
+            def descend(parent: Any, index: Any) -> None:
+                nonlocal depth
+                depth += 1
+                if depth > COMPOSE_DEPTH:
+                    raise _LoadProblem(f"nesting is deeper than {MAX_DEPTH} levels", parent, hint="flatten the document")
+
+            def ascend() -> None:
+                nonlocal depth
+                depth -= 1
+
+            self.descend_resolver = descend
+            self.ascend_resolver = ascend
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            return tags[kind]
+
+    return Parser
+
+
+def _loader_class() -> Any:
+    from ruamel.yaml.loader import BaseLoader as Base
     from ruamel.yaml.nodes import ScalarNode, SequenceNode
 
     class Loader(Base):
@@ -308,13 +361,17 @@ def _loader_class() -> Any:
 
 _LOADER: Any = None
 _DEFAULT_TAGS: tuple[Any, ...] = ()  # (scalar, sequence, mapping) Tag objects our loader hands out
+_NODE_CLASSES: tuple[Any, ...] = ()  # (ScalarNode, SequenceNode, MappingNode)
 
 
 def _compose_all(text: str) -> Iterator[Any]:
-    global _LOADER, _DEFAULT_TAGS
+    global _LOADER, _DEFAULT_TAGS, _NODE_CLASSES
     if _LOADER is None:
-        _LOADER = _loader_class()
+        from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+        _LOADER = _parser_class()
         _DEFAULT_TAGS = (_LOADER.DEFAULT_SCALAR_TAG, _LOADER.DEFAULT_SEQUENCE_TAG, _LOADER.DEFAULT_MAPPING_TAG)
+        _NODE_CLASSES = (ScalarNode, SequenceNode, MappingNode)
     loader = _LOADER(text)
     try:
         while loader.check_node():
@@ -361,6 +418,96 @@ class _Budget:
                 node,
                 hint="this looks like an alias bomb; remove the nested *aliases",
             )
+
+
+class _Retrace(Exception):
+    """The fast constructor met a problem that a cycle of aliases may have caused."""
+
+
+def _construct_document(node: Any, budget: _Budget) -> Any:
+    """The plain data of a document's node tree (see _construct for the rules).
+
+    `_build` is `_construct` without its per-collection check for recursive aliases (a set of the
+    collections being built, and a try/finally for each). Without the check, a recursive alias
+    runs round its cycle until it exceeds MAX_DEPTH or the alias budget; every other problem it
+    meets on the way it would have met on the first round already. So when `_build` stops on the
+    depth or the budget, `_construct` runs the document again to tell which problem it is, from
+    the same budget; otherwise both give the same data or the same problem.
+    """
+    used = budget.used
+    try:
+        return _build(node, budget, 0)
+    except _Retrace:
+        budget.used = used
+        return _construct(node, budget, depth=0, active=set())
+
+
+def _build(node: Any, budget: _Budget, depth: int) -> Any:
+    budget.used += 1
+    if budget.used > budget.limit or depth > MAX_DEPTH:
+        raise _Retrace
+    value = node.value
+    cls = node.__class__
+    scalar_cls, sequence_cls, mapping_cls = _NODE_CLASSES
+    if cls is scalar_cls:
+        if len(value) > MAX_STRING:
+            _too_big(node)
+        if node.ctag is _DEFAULT_TAGS[0]:
+            if node.style or (value and value[0] not in _MAYBE_NOT_STR):
+                return value
+            return _resolve_plain(value, node)
+        return _scalar(node)
+    if len(value) > MAX_ITEMS:
+        _too_big(node)
+    if cls is sequence_cls:
+        if node.ctag is not _DEFAULT_TAGS[1]:
+            _check_tag(node, _SEQ)
+        return [_build(item, budget, depth + 1) for item in value]
+    if cls is not mapping_cls:  # pragma: no cover - the composer makes only these three
+        raise _Retrace
+    if node.ctag is not _DEFAULT_TAGS[2]:
+        _check_tag(node, _MAP)
+    scalar_tag = _DEFAULT_TAGS[0]
+    inline = depth < MAX_DEPTH  # a scalar value one level down is within the depth bound
+    result: dict[str, Any] = {}
+    merged: dict[str, Any] | None = None
+    for key_node, value_node in value:
+        if key_node.__class__ is not scalar_cls:
+            raise _LoadProblem("mapping keys must be plain strings", key_node, hint="quote the key")
+        key = key_node.value
+        if len(key) > MAX_STRING:
+            _too_big(key_node)
+        if key == "<<" and not key_node.style:
+            if merged is None:
+                merged = {}
+            for source in _merge_sources(value_node):
+                for k, v in _build(source, budget, depth + 1).items():
+                    merged.setdefault(k, v)
+            continue
+        if key in result:
+            raise _LoadProblem(
+                f"duplicate key {key!r} in the same mapping",
+                key_node,
+                hint="remove one of them (YAML keeps only the last, silently)",
+            )
+        if inline and value_node.__class__ is scalar_cls and value_node.ctag is scalar_tag:
+            # _build for the commonest node, inline: a plain or quoted string, number or bool
+            budget.used += 1
+            if budget.used > budget.limit:
+                raise _Retrace
+            text = value_node.value
+            if len(text) > MAX_STRING:
+                _too_big(value_node)
+            if value_node.style or (text and text[0] not in _MAYBE_NOT_STR):
+                result[key] = text
+            else:
+                result[key] = _resolve_plain(text, value_node)
+        else:
+            result[key] = _build(value_node, budget, depth + 1)
+    if merged:
+        for k, v in merged.items():
+            result.setdefault(k, v)
+    return result
 
 
 def _construct(node: Any, budget: _Budget, depth: int, active: set[int]) -> Any:

@@ -19,14 +19,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from controller import bounded
 from controller.diagnostics import Diagnostic, format_path
 from controller.hermes import DEFAULT_PROFILE, image_extension, naming, schedules
+from controller.hermes.env import ENV_NAME_DENYLIST
 from controller.hermes.env import value_problem as env_value_problem
 from controller.hermes.urls import clear_text_allowed
 from controller.manifests import desired as d
@@ -51,6 +52,9 @@ from controller.manifests.models import (
     SectionDocument,
     Tts,
 )
+from controller.manifests.models.base import assemble
+from controller.manifests.models.bots import BotSpec
+from controller.manifests.models.documents import RoutineDocSpec
 
 DOCUMENT_CLASSES: dict[str, type[BaseModel]] = {
     "Fleet": FleetDocument,
@@ -396,13 +400,17 @@ def _gather_object(model: BaseModel, doc: Document, g: Gathered) -> None:
     # The spec is validated already: hand its values (nested models as they are) to the full
     # model, which then checks only what it adds (the name). Dumping and re-validating the whole
     # spec doubled the cost of the many-documents form.
-    fields = {key: getattr(spec, key) for key in spec.model_fields_set}
     if isinstance(model, BotDocument):
-        bot = Bot.model_validate({**fields, "name": name})
+        bot = _bot_of(spec, name)
         g.bots.append(Declared(bot, doc, ("spec",), _META_NAME))
         for j, r in enumerate(bot.routines or []):
             g.routines.append((name, Declared(r, doc, ("spec", "routines", j))))
-    elif isinstance(model, SectionDocument):
+        return
+    if isinstance(model, RoutineDocument) and (routine := _routine_of(spec, name)) is not None:
+        g.routines.append((spec.bot, Declared(routine, doc, ("spec",), _META_NAME)))
+        return
+    fields = {key: getattr(spec, key) for key in spec.model_fields_set}
+    if isinstance(model, SectionDocument):
         g.sections.append(Declared(Section.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME))
     elif isinstance(model, RoomDocument):
         g.rooms.append(Declared(Room.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME))
@@ -413,6 +421,31 @@ def _gather_object(model: BaseModel, doc: Document, g: Gathered) -> None:
         g.routines.append((bot_name, Declared(Routine.model_validate({**fields, "name": name}), doc, ("spec",), _META_NAME)))
     elif isinstance(model, PolicyDocument):
         g.policies.append(Declared(model.spec, doc, ("spec",)))
+
+
+def _bot_of(spec: BotSpec, name: str) -> Bot:
+    """The Bot of a Bot document: its validated spec plus its name, as `Bot.model_validate` of the
+    two would make it (tests/unit/test_validation_speed.py). Bot adds only the name to BotSpec,
+    with the rule Metadata.name has already checked (non-empty), so there is nothing left to
+    validate: a validation pass per bot was a third of the many-documents form's gathering."""
+    return assemble(Bot, {**spec.__dict__, "name": name}, spec.model_fields_set | {"name"})
+
+
+_ROUTINE_NAME = TypeAdapter(Annotated[str, *Routine.model_fields["name"].metadata])
+
+
+def _routine_of(spec: RoutineDocSpec, name: str) -> Routine | None:
+    """The Routine of a Routine document, as `Routine.model_validate` of its spec (less `bot`) and
+    name would make it, when the name passes Routine's own name rule (None when it does not: the
+    caller then validates the plain way, for the error). Routine adds only the name to
+    RoutineSpec, whose rules the document's spec has passed already."""
+    try:
+        _ROUTINE_NAME.validate_python(name)
+    except ValidationError:
+        return None
+    values = {key: value for key, value in spec.__dict__.items() if key != "bot"}
+    values["name"] = name
+    return assemble(Routine, values, (spec.model_fields_set - {"bot"}) | {"name"})
 
 
 def _resolve_fleet(
@@ -624,8 +657,6 @@ class _Checks:
             self.report.error(item.at("clone_from"), "a bot cannot be cloned from itself", "name another profile", "reference")
 
     def check_settings(self, item: Declared, settings: Bot | BotDefaults, prefix: tuple[object, ...]) -> None:
-        from controller.hermes.env import ENV_NAME_DENYLIST
-
         for key, value in (settings.env or {}).items():
             if key in ENV_NAME_DENYLIST:  # refused at write time too: refuse before anything is written
                 self.report.error(
@@ -635,7 +666,7 @@ class _Checks:
                     "remove it from env",
                     "invalid_value",
                 )
-            elif naming.is_secret_key(key) and not isinstance(value, SecretRef):
+            elif _is_secret_key(key) and not isinstance(value, SecretRef):
                 self.report.error(
                     item.at(*prefix, "env", key),
                     f"{key} looks like a secret but has a literal value",
@@ -643,7 +674,8 @@ class _Checks:
                     "secret_literal",
                 )
             elif isinstance(value, SecretRef):
-                self.check_from_file(item.at(*prefix, "env", key, "from_file"), item.secret_dir, value)
+                if value.from_file is not None:
+                    self.check_from_file(item.at(*prefix, "env", key, "from_file"), item.secret_dir, value)
             else:
                 self.check_env_literal(item.at(*prefix, "env", key), key, value)
         for name, server in (settings.mcp_servers or {}).items():
@@ -656,7 +688,7 @@ class _Checks:
                     if isinstance(value, SecretRef):
                         where = item.at(*prefix, "mcp_servers", name, block, key, "from_file")
                         self.check_from_file(where, item.secret_dir, value)
-                    if naming.is_secret_key(key) and not isinstance(value, SecretRef):
+                    if _is_secret_key(key) and not isinstance(value, SecretRef):
                         self.report.error(
                             item.at(*prefix, "mcp_servers", name, block, key),
                             f"{key} looks like a secret but has a literal value",
@@ -667,7 +699,7 @@ class _Checks:
             for provider in TTS_PROVIDER_FIELDS:
                 block = getattr(settings.tts, provider)
                 for dotted, leaf in d.flatten(block or {}).items():
-                    if naming.is_secret_key(dotted.rsplit(".", 1)[-1]) and leaf not in (None, ""):
+                    if _is_secret_key(dotted.rsplit(".", 1)[-1]) and leaf not in (None, ""):
                         self.report.error(
                             item.at(*prefix, "tts", provider, dotted.split(".")[0]),
                             f"tts.{provider}.{dotted} looks like a secret but has a literal value",
@@ -678,8 +710,7 @@ class _Checks:
 
     def check_env_literal(self, where: tuple[Document, tuple[object, ...]], key: str, value: object) -> None:
         """A literal .env value: the same checks the .env writer makes (validate predicts apply)."""
-        entry = d.env_entries({key: value}, "")[key]
-        text = entry.literal or ""
+        text = d.env_literal(value) or ""  # what env_entries writes for a literal
         if len(text.encode("utf-8")) > MAX_ENV_VALUE_BYTES:
             self.report.error(
                 where,
@@ -734,10 +765,10 @@ class _Checks:
         for top, value in (config or {}).items():
             for dotted, leaf in d.flatten({top: value}).items():
                 where = item.at(*prefix, "config", top)
-                if any(part == "" for part in dotted.split(".")):
+                if "" in dotted.split("."):
                     self.report.error(where, f"config key {dotted!r} has an empty segment", "remove the stray '.'", "config_key")
                     continue
-                hit = next((c for c in covered if dotted == c or dotted.startswith(c + ".")), None)
+                hit = _covered_by(dotted, covered)
                 if hit is not None:
                     field = _typed_field(hit, install)
                     self.report.error(
@@ -747,7 +778,7 @@ class _Checks:
                         "config_covered",
                     )
                 elif (
-                    naming.is_secret_key(dotted.rsplit(".", 1)[-1])
+                    _is_secret_key(dotted.rsplit(".", 1)[-1])
                     and leaf not in (None, "")
                     and not (isinstance(leaf, str) and leaf.startswith("${"))
                 ):
@@ -874,14 +905,18 @@ class _Checks:
     def check_mentions(self) -> None:
         # Every @-form a bot answers to: its name, plus its title's forms (docs/hermes/bot-mode.md#mentions).
         owners: dict[str, set[str]] = defaultdict(set)
+        forms: list[list[str]] = []
         for item in self.g.bots:
             bot: Bot = item.obj
             owners[bot.name].add(bot.name)
-            for form in naming.mention_forms(bot.title or ""):
+            forms.append(naming.mention_forms(bot.title or ""))
+            for form in forms[-1]:
                 owners[form].add(bot.name)
-        for item in self.g.bots:
+        for item, own_forms in zip(self.g.bots, forms, strict=True):
             bot = item.obj
-            for form in naming.mention_forms(bot.title or ""):
+            for form in own_forms:
+                if len(owners[form]) < 2:  # only this bot (it is among the owners of its own forms)
+                    continue
                 others = sorted(owners[form] - {bot.name})
                 if others:
                     clash = "the name" if form in self.bot_names and form != bot.name else "a title tag"
@@ -1069,6 +1104,11 @@ class _Checks:
 
 
 @functools.lru_cache(maxsize=4096)
+def _is_secret_key(key: str) -> bool:
+    return naming.is_secret_key(key)
+
+
+@functools.lru_cache(maxsize=4096)
 def _parse_schedule(text: str) -> schedules.Schedule:
     return schedules.parse(text)
 
@@ -1076,6 +1116,12 @@ def _parse_schedule(text: str) -> schedules.Schedule:
 @functools.lru_cache(maxsize=4096)
 def _gap(parsed: schedules.Schedule, hour: datetime) -> float | None:
     return schedules.shortest_gap_minutes(parsed, now=hour)
+
+
+@functools.lru_cache(maxsize=4096)
+def _covered_by(dotted: str, covered: tuple[str, ...]) -> str | None:
+    """The typed field (of `covered`) that sets config key `dotted`, if any."""
+    return next((c for c in covered if dotted == c or dotted.startswith(c + ".")), None)
 
 
 def _typed_field(covered: str, install: bool) -> str:

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Strict(BaseModel):
     """Unknown fields are errors (with a "did you mean" from validation); values are frozen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def assemble(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
+    """An instance of `cls` from `values` that are valid for it already, holding every field in
+    field order: what `cls.model_validate` makes of them, without validating them once more (and
+    what `model_construct` makes, without its per-field default lookups). `fields_set` is the
+    fields given explicitly (model_fields_set). For the hot paths of validation only; the models
+    are frozen, so this is the one place they are put together by hand."""
+    obj = cls.__new__(cls)
+    put = object.__setattr__
+    put(obj, "__dict__", values)
+    put(obj, "__pydantic_fields_set__", fields_set)
+    put(obj, "__pydantic_extra__", None)
+    put(obj, "__pydantic_private__", None)
+    return obj
 
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
