@@ -117,6 +117,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     root = resolve_root(args.home)
     snapshot = history.snapshot(result, fleet_arg=args.fleet, host=reading.selected_host(args.host, result.state))
+    result.loaded = []  # the snapshot holds the documents now, as text (memory)
     progress = ProgressLine(enabled=None if text_mode else False)
     try:
         planned, results = reconciling.apply_once(
