@@ -45,7 +45,7 @@ def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyRes
         common.wrote_report(args)
         return
     color = reporting.use_color(sys.stdout, args.color)
-    reporting.write(reporting.plan_text(planned.plan, home=str(planned.root), color=color))
+    reporting.write_lines(reporting.plan_lines(planned.plan, home=str(planned.root), color=color))
     reporting.write(reporting.insights_text(found, color=color))
 
 
