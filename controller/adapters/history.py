@@ -80,17 +80,41 @@ def fleets(root: Path) -> list[str]:
         return sorted(n for n in os.listdir(folder) if not n.startswith(".") and (folder / n).is_dir())
 
 
-def append(root: Path, fleet: str, entry: dict[str, Any], *, keep: int) -> int:
-    """Write `entry` as the next one (its `seq` is set here); drop the oldest beyond `keep`."""
+# Stands for `desired.documents` in an entry whose documents were rendered beforehand (`append`).
+PACKED = "\x00documents rendered apart\x00"
+
+
+def documents_json(documents: list[dict[str, Any]]) -> str:
+    """The documents exactly as `append` writes them inside an entry."""
+    return _dumps(documents)
+
+
+def _dumps(value: Any) -> str:
+    # Compact: json's C encoder (indent= takes the pure-Python one, several seconds and hundreds of
+    # MB for the manifests of 10,000 bots); `jq . <entry>` shows it indented.
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def append(root: Path, fleet: str, entry: dict[str, Any], *, keep: int, documents: str | None = None) -> int:
+    """Write `entry` as the next one (its `seq` is set here); drop the oldest beyond `keep`.
+
+    `documents`: the text of `entry["desired"]["documents"]` (`documents_json`), which then holds
+    `PACKED`; the file is byte for byte the one the documents themselves give.
+    """
     folder = history_dir(root, fleet)
     check_state_path(root, folder)
     fsio.make_dirs(folder, mode=0o700)
     existing = sequence_numbers(root, fleet)
     seq = (existing[-1] if existing else 0) + 1
     entry["seq"] = seq
-    # Compact: json's C encoder (indent= takes the pure-Python one, several seconds and hundreds of
-    # MB for the manifests of 10,000 bots); `jq . <entry>` shows it indented.
-    text = json.dumps(entry, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+    text = _dumps(entry) + "\n"
+    if documents is not None:
+        # Keys are sorted: `desired` comes after `at`, `command` and `counts`, and `documents` first in it.
+        marker = '"desired":{"documents":' + _dumps(PACKED)
+        head, found, tail = text.partition(marker)
+        if not found:
+            raise ValueError("history entry without its documents marker")
+        text = "".join((head, '"desired":{"documents":', documents, tail))
     fsio.atomic_write_text(entry_path(root, fleet, seq), text, mode=0o600)
     for old in [*existing, seq][:-keep]:
         fsio.remove(entry_path(root, fleet, old))

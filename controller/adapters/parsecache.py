@@ -10,10 +10,12 @@ foreign cache is no error: every file is parsed, as without one.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
+from typing import Any
 
-from controller.adapters import configfile, fsio
+from controller.adapters import configfile, fsio, sharing
 from controller.adapters.home import check_state_path, state_dir
 from controller.errors import ControllerError
 
@@ -38,7 +40,9 @@ def load(root: Path) -> None:
     except ControllerError:
         return  # a symlink, a folder, unreadable, not JSON: parse everything (plan reports real problems elsewhere)
     if isinstance(data, dict) and data.get("version") == VERSION and isinstance(data.get("documents"), dict):
-        configfile.remember(data["documents"])
+        # Shared: the documents' equal lists (22 `platform_toolsets` lists per config.yaml) once;
+        # the memo's values are never changed in place.
+        configfile.remember(sharing.Sharer().share(data["documents"]))
 
 
 def start_run() -> None:
@@ -49,8 +53,30 @@ def start_run() -> None:
 def save(root: Path) -> None:
     """Write the documents the files of `root` hold after this apply (atomic, 0600)."""
     documents = configfile.current_documents(str(root))
-    text = json.dumps({"version": VERSION, "documents": documents}, sort_keys=True, separators=(",", ":")) + "\n"
     path = cache_path(root)
     check_state_path(root, path.parent)
     fsio.make_dirs(path.parent, mode=0o700)
-    fsio.atomic_write_text(path, text, mode=0o600)
+    fsio.atomic_write_bytes(path, render({"version": VERSION, "documents": documents}), mode=0o600)
+
+
+def render(data: dict[str, Any]) -> bytes:
+    """`json.dumps(data, sort_keys=True, separators=(",", ":")) + "\\n"`, encoded, written document by
+    document into one buffer: the text of 20,000 documents exists once, not as a string and its
+    encoding (memory)."""
+
+    def compact(value: Any) -> bytes:
+        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
+
+    out = io.BytesIO()
+    out.write(b"{")
+    for n, key in enumerate(sorted(data)):
+        out.write((b"," if n else b"") + compact(key) + b":")
+        if key != "documents":
+            out.write(compact(data[key]))
+            continue
+        out.write(b"{")
+        for i, digest in enumerate(sorted(data[key])):
+            out.write((b"," if i else b"") + compact(digest) + b":" + compact(data[key][digest]))
+        out.write(b"}")
+    out.write(b"}\n")
+    return out.getvalue()

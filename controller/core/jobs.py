@@ -10,6 +10,7 @@ apart from one made in the Desktop (docs/routines.md; docs/hermes/bot-mode.md#ro
 from __future__ import annotations
 
 import re
+import sys
 import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -94,10 +95,12 @@ def desired_fields(bot: str, routine: Routine) -> dict[str, Any]:
     title = routine.name.strip()
     parsed = schedules.parse(routine.schedule)
     repeat = routine.repeat if routine.repeat is not None else (1 if parsed.kind == "once" else None)
+    # Interned: the plan's FieldChanges and the inventory record of the same routine then hold one
+    # copy of each text (a prompt is about 400 characters; 30,000 routines at 10,000 bots: memory).
     return {
-        "name": job_name(bot, title),
-        "prompt": routine_prompt(bot, title, (routine.prompt or "").strip()),
-        "schedule": f"{parsed.kind}:{parsed.display}",
+        "name": sys.intern(job_name(bot, title)),
+        "prompt": sys.intern(routine_prompt(bot, title, (routine.prompt or "").strip())),
+        "schedule": sys.intern(f"{parsed.kind}:{parsed.display}"),
         "skills": list(routine.skills or []),
         "model": routine.model,
         "provider": routine.provider,

@@ -94,7 +94,7 @@ class RunResult(StrEnum):
     PARTIAL = "partial"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FieldChange:
     field: str  # namespace:key, e.g. config:model.default, env:OPENROUTER_API_KEY, meta:title
     op: Op
@@ -113,7 +113,7 @@ class FieldChange:
         return self.field.partition(":")[2]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ObjectChange:
     kind: Kind
     name: str  # a bot, a room, or `<bot>/<title>` for a routine
@@ -177,7 +177,7 @@ class Plan:
 # --- what observing found (built once by engine.observing; the planner only reads it) ------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LiveProfile:
     """One profile folder as found on disk, as plain values (the root profile for `default`)."""
 
@@ -276,7 +276,7 @@ class GatewayView:
         return str(self.capabilities.get("authority_gateway_id") or "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RenameSeen:
     """What observing found for one bot rename (`renamed_from`), beyond the two profiles themselves."""
 

@@ -46,10 +46,19 @@ class Snapshot:
     dirty: bool = False  # a manifest file differed from that commit
     rollback_of: int | None = None
     fingerprint: str = field(default="")
+    packed: str | None = field(default=None, repr=False)  # `documents` as the entry's JSON, once `pack`ed
 
     def __post_init__(self) -> None:
         if not self.fingerprint:
             self.fingerprint = fingerprint(self.documents)
+
+    def pack(self) -> None:
+        """Hold the documents as the JSON text their entry stores, instead of as trees, until the
+        entry is written: a tenth of the memory while the apply runs (10,000 bots: about 70 MB of
+        dicts and lists). `documents` is empty afterwards; the entry is the same."""
+        if self.packed is None:
+            self.packed = store.documents_json(self.documents)
+            self.documents = []
 
 
 def fingerprint(documents: list[dict[str, Any]]) -> str:
@@ -77,7 +86,9 @@ def snapshot(
         found = store.git_revision(result.files)
         if found is not None:
             revision, dirty = found
-    return Snapshot(documents, fleet_arg, host, command, revision, dirty)
+    snap = Snapshot(documents, fleet_arg, host, command, revision, dirty)
+    snap.pack()
+    return snap
 
 
 def _document(doc: loading.Kept) -> dict[str, Any]:
@@ -163,12 +174,14 @@ def record(
             "fingerprint": snap.fingerprint,
             "fleet_arg": snap.fleet_arg,
             "host": snap.host,
-            "documents": snap.documents,
+            "documents": snap.documents if snap.packed is None else store.PACKED,
         },
     }
     if replaced:
         entry["replaced"] = replaced
-    return store.append(root, fleet, entry, keep=store.keep_limit(store.HISTORY_KEEP_ENV, store.HISTORY_KEEP))
+    return store.append(
+        root, fleet, entry, keep=store.keep_limit(store.HISTORY_KEEP_ENV, store.HISTORY_KEEP), documents=snap.packed
+    )
 
 
 # --- reading ----------------------------------------------------------------------------------

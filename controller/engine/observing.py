@@ -27,6 +27,7 @@ from controller.adapters import (
     profiles,
     runtime,
     sessions,
+    sharing,
 )
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
@@ -61,11 +62,13 @@ def observe(
     home.check_state(root)
     sources = rename_sources(state, inventory)
     names = set(state.bots) | set(inventory.owned_bots()) | sources
-    live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots)}
+    # One pool for every profile's decoded files: the same keys and lists are held once (memory).
+    pool = sharing.Sharer()
+    live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots, pool=pool)}
     for name in sorted(names - {DEFAULT_PROFILE}):
-        live[name] = observe_profile(root, name)
+        live[name] = observe_profile(root, name, pool=pool)
     foreign, foreign_install = _foreign(root, state.fleet)
-    jobs, job_errors, timezones = _observe_routines(root, state, inventory, live, sources)
+    jobs, job_errors, timezones = _observe_routines(root, state, inventory, live, sources, pool)
     env_values: dict[str, Mapping[str, str]] = {}
     secret_keys: dict[str, frozenset[str]] = {}
     secret_errors: dict[str, str] = {}
@@ -140,9 +143,13 @@ def observe_renames(root: Path, state: DesiredState, live: Mapping[str, LiveProf
 # --- profiles -------------------------------------------------------------------------------------
 
 
-def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True) -> LiveProfile:
+def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: sharing.Sharer | None = None) -> LiveProfile:
     """One profile as it is on disk; ContainmentError (exit 3) when its folder is a symlink or a file
-    hermes-fleet would write leads out of it (docs/reliability.md#containment)."""
+    hermes-fleet would write leads out of it (docs/reliability.md#containment).
+
+    `pool` shares what the profiles' config.yaml files have in common (LiveProfile values are
+    read, never changed in place)."""
+    pool = pool or sharing.Sharer()
     path = home.check_profile(root, name)
     exists = path.is_dir()
     tombstoned = name != DEFAULT_PROFILE and profiles.is_tombstoned(root, name)
@@ -161,7 +168,7 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True) -> Liv
         exists=True,
         tombstoned=tombstoned,
         marker=inventory_file.read_marker(root, name) if name != DEFAULT_PROFILE else None,
-        config=config.as_dict() if config is not None else None,
+        config=pool.share(config.as_dict()) if config is not None else None,
         config_exists=bool(config is not None and config.exists),
         env=env.as_dict() if env is not None else None,
         description=meta.description if meta is not None else None,
@@ -226,18 +233,24 @@ def image_digest(path: str) -> tuple[str, str]:
 
 
 def _observe_routines(
-    root: Path, state: DesiredState, inventory: Inventory, live: Mapping[str, LiveProfile], sources: set[str]
+    root: Path,
+    state: DesiredState,
+    inventory: Inventory,
+    live: Mapping[str, LiveProfile],
+    sources: set[str],
+    pool: sharing.Sharer,
 ) -> tuple[dict[str, tuple[Mapping[str, Any], ...]], dict[str, str], dict[str, tzinfo | None]]:
     """Each bot's own cron store, and the Hermes `timezone` its scheduler uses (a rename's old
-    profile's too: its jobs are the renamed bot's)."""
+    profile's too: its jobs are the renamed bot's). The jobs' 33 keys and short values are held
+    once for all stores (`pool`; the planner only reads them)."""
     jobs: dict[str, tuple[Mapping[str, Any], ...]] = {}
     errors: dict[str, str] = {}
     timezones: dict[str, tzinfo | None] = {}
     owners = {routine_parts(split_key(k)[1])[0] for k in inventory.keys_of("routine")}
     for name in sorted(owners | sources | {n for n, b in state.bots.items() if b.routines}):
-        profile = live.get(name) or observe_profile(root, name, with_bot_chat=False)
+        profile = live.get(name) or observe_profile(root, name, with_bot_chat=False, pool=pool)
         try:
-            jobs[name] = tuple(cronstore.read_jobs(profile.path) or []) if profile.exists else ()
+            jobs[name] = tuple(pool.share(j) for j in cronstore.read_jobs(profile.path) or []) if profile.exists else ()
         except ControllerError as exc:
             errors[name] = str(exc)
         tz_name = _desired_timezone(state, name)

@@ -45,7 +45,7 @@ def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyRes
         common.wrote_report(args)
         return
     color = reporting.use_color(sys.stdout, args.color)
-    reporting.write(reporting.plan_text(planned.plan, home=str(planned.root), color=color))
+    reporting.write_lines(reporting.plan_lines(planned.plan, home=str(planned.root), color=color))
     reporting.write(reporting.insights_text(found, color=color))
 
 
@@ -117,6 +117,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     root = resolve_root(args.home)
     snapshot = history.snapshot(result, fleet_arg=args.fleet, host=reading.selected_host(args.host, result.state))
+    result.loaded = []  # the snapshot holds the documents now, as text (memory)
     progress = ProgressLine(enabled=None if text_mode else False)
     try:
         planned, results = reconciling.apply_once(

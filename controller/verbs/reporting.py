@@ -10,6 +10,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from controller.core.insights import Insights
@@ -275,9 +276,29 @@ def _fmt(value: Any) -> str:
 
 
 def plan_text(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> str:
+    return "\n".join(plan_lines(plan, home=home, color=color, verbose=verbose)) + "\n"
+
+
+def write_lines(lines: Iterable[str], stream: TextIO | None = None, *, batch: int = 4096) -> None:
+    """Write `"\\n".join(lines) + "\\n"` a few thousand lines at a time: the plan of a fresh
+    10,000-bot home is 600,000 lines, never held whole (memory)."""
+    out = stream or sys.stdout
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= batch:
+            out.write("\n".join(chunk) + "\n")
+            chunk.clear()
+    if chunk:
+        out.write("\n".join(chunk) + "\n")
+
+
+def plan_lines(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> Iterator[str]:
+    """The lines of `plan_text`, one at a time."""
     p = Palette(color)
     paint = {"+": p.green, "~": p.yellow, ">": p.yellow, "-": p.red, "!": p.red, "?": p.cyan, "=": p.dim}
-    lines = [p.bold(f"Fleet {plan.fleet!r}") + p.dim(f" · manifests {plan.digest[:19]} · home {home}"), ""]
+    yield p.bold(f"Fleet {plan.fleet!r}") + p.dim(f" · manifests {plan.digest[:19]} · home {home}")
+    yield ""
     quiet = 0
     for change in plan.changes:
         if change.action.value == "no-op" and not verbose:
@@ -286,7 +307,7 @@ def plan_text(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> s
         sigil = _SIGIL[change.action.value]
         label = f"{change.kind}/{change.name}"
         drift = p.yellow(" [drift]") if change.drift else ""
-        lines.append(
+        yield (
             paint[sigil](f"{sigil} {label}")
             + f"  {change.action.value}{drift}"
             + (p.dim(f" ({change.reason})") if change.reason else "")
@@ -301,14 +322,13 @@ def plan_text(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> s
                 body = f"{f.field}: {_fmt(f.old)} -> {_fmt(f.new)}"
             mark = p.yellow("  (drift: changed outside hermes-fleet)") if f.drift else ""
             mark += p.dim("  (install-wide)") if f.inherited else ""
-            lines.append("    " + paint[s](s) + " " + body + mark)
+            yield "    " + paint[s](s) + " " + body + mark
     if quiet:
-        lines.append(p.dim(f"= {quiet} object(s) unchanged"))
-    lines.append("")
+        yield p.dim(f"= {quiet} object(s) unchanged")
+    yield ""
     for note in plan.notes:
-        lines.append(p.cyan(f"note: {note}"))
-    lines.append(plan_summary_line(plan, p))
-    return "\n".join(lines) + "\n"
+        yield p.cyan(f"note: {note}")
+    yield plan_summary_line(plan, p)
 
 
 def plan_summary_line(plan: Plan, p: Palette | None = None) -> str:

@@ -7,6 +7,7 @@ computed in the bot's Hermes `timezone` from the `now` the planner is given.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
 from typing import Any
@@ -66,7 +67,7 @@ def _plan_routine(
     when = next_runs_note(routine, tz, inputs.now)
     if entry is not None and jobs.is_one_shot(routine) and entry.get("applied") == desired:
         return change(Action.NOOP, Reason.ONE_SHOT_DONE, "one-shot ran and Hermes removed it: done")
-    added = tuple(FieldChange(f"job:{k}", Op.ADD, None, v) for k, v in desired.items() if v not in (None, [], False))
+    added = tuple(FieldChange(job_field(k), Op.ADD, None, v) for k, v in desired.items() if v not in (None, [], False))
     if entry is not None:
         return change(Action.CREATE, Reason.RECREATED, _join("job was deleted outside hermes-fleet", when), added, drifted=True)
     same_name = [j for j in live_jobs.values() if j.get("name") == desired["name"]]
@@ -95,8 +96,13 @@ def diff_job(desired: Mapping[str, Any], live: Mapping[str, Any], applied: Mappi
         if jobs.same(key, have, want):
             continue
         drifted = key in applied and drift.job_field_drifted(key, applied[key], have)
-        out.append(FieldChange(f"job:{key}", Op.CHANGE, have, want, drift=drifted))
+        out.append(FieldChange(job_field(key), Op.CHANGE, have, want, drift=drifted))
     return out
+
+
+def job_field(key: str) -> str:
+    """A job field's plan name (`job:<key>`), one string for every routine of the plan (memory)."""
+    return sys.intern(f"job:{key}")
 
 
 def next_runs_note(routine: Routine, tz: tzinfo | None, now: datetime) -> str:

@@ -25,7 +25,7 @@ from controller.errors import ControllerError
 ProgressFn = Callable[[int, int, str], None]
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     change: ObjectChange
     ok: bool
