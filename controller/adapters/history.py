@@ -155,6 +155,8 @@ def git_revision(paths: list[str]) -> tuple[str, bool] | None:
     if not real or len(real) != len(paths):
         return None
     folders = {p if p.is_dir() else p.parent for p in real}
+    if not all(_may_be_in_git(folder) for folder in folders):
+        return None  # no `git` process for manifests outside any work tree (each apply's start-up)
     tops = {_git(folder, "rev-parse", "--show-toplevel") for folder in folders}
     if len(tops) != 1 or None in tops:
         return None
@@ -165,6 +167,15 @@ def git_revision(paths: list[str]) -> tuple[str, bool] | None:
         return None
     status = _git(Path(top), "status", "--porcelain", "--", *sorted(map(str, folders)))
     return commit, bool(status)
+
+
+def _may_be_in_git(folder: Path) -> bool:
+    """False only when git could not find a repository for `folder`: no `.git` (folder or file)
+    in it or any parent, and none named by the environment (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR;
+    the other variables of git's discovery only make it find less)."""
+    if any(os.environ.get(key) for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")):
+        return True
+    return any(os.path.lexists(os.path.join(parent, ".git")) for parent in (folder, *folder.parents))
 
 
 def _git(folder: Path, *args: str) -> str | None:

@@ -308,6 +308,41 @@ def test_a_git_checkout_is_recorded_by_commit(home: Path, tmp_path: Path) -> Non
     assert f"git {head[:12]}+dirty" in hermes_fleet("history", "--home", home).out
 
 
+def _logging_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `git` first on PATH that logs its arguments and runs the real one."""
+    real = subprocess.run(["sh", "-c", "command -v git"], check=True, capture_output=True, text=True).stdout.strip()
+    folder, log = tmp_path / "bin", tmp_path / "git.log"
+    folder.mkdir()
+    (folder / "git").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    (folder / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_manifests_outside_any_git_work_tree_start_no_git_process(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = _logging_git(tmp_path, monkeypatch)
+    assert not any((p / ".git").exists() for p in (tmp_path, *tmp_path.parents))
+    assert apply(fleet_a(tmp_path / "plain"), home).code == 0
+    assert not log.exists()
+    assert history_json(home)["entries"][0]["source"]["revision"] is None
+    # A linked work tree has a `.git` file, not a folder: git is asked, and the commit recorded.
+    repo = tmp_path / "repo"
+    fleet_a(repo / "fleet")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git[:3], "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "A"], check=True)
+    subprocess.run([*git[:3], "worktree", "add", "-q", str(tmp_path / "linked")], check=True)
+    head = subprocess.run([*git[:3], "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    log.unlink()
+    assert (tmp_path / "linked" / ".git").is_file()
+    assert apply(tmp_path / "linked" / "fleet" / "fleet.yaml", home).code == 0
+    assert "rev-parse --show-toplevel" in log.read_text()
+    assert history_json(home)["entries"][-1]["source"]["revision"] == head
+
+
 def test_watch_records_only_runs_that_change_something_and_self_heal_keeps_hand_edits(home: Path, tmp_path: Path) -> None:
     a = fleet_a(tmp_path / "a")
     assert apply(a, home).code == 0

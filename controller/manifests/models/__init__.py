@@ -3,6 +3,11 @@
 `documents` holds the envelopes (`apiVersion`/`kind`/`metadata`/`spec`) and the union on `kind`;
 `bots`, `fleet` hold the spec bodies. Pure: no file or network access. The JSON Schema in
 `schemas/` is generated from these classes (`hermes-fleet schema`).
+
+Start-up cost (every verb imports these): the classes are built with `defer_build` (a class's
+validator is made when it first validates, so the kinds a run never meets cost nothing), and
+without `from __future__ import annotations` (pydantic would compile and evaluate every
+annotation string when it collects the fields).
 """
 
 from controller.manifests.models.bots import (

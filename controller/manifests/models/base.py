@@ -1,8 +1,6 @@
 """Shared model plumbing: the strict base class and small reusable field types."""
 
-from __future__ import annotations
-
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -12,7 +10,7 @@ M = TypeVar("M", bound=BaseModel)
 class Strict(BaseModel):
     """Unknown fields are errors (with a "did you mean" from validation); values are frozen."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 def assemble(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
@@ -59,7 +57,7 @@ class SecretRef(Strict):
     )
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> SecretRef:
+    def _exactly_one(self) -> Self:
         given = [f for f in ("from_env", "from_file", "from_command") if getattr(self, f) is not None]
         if len(given) != 1:
             raise ValueError("a secret reference needs exactly one of from_env, from_file or from_command")

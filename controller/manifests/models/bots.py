@@ -1,9 +1,7 @@
 """A Bot (one Hermes profile in Bot Mode) and everything nested in it: model pin, skills, MCP
 servers, TTS, avatar, checkpoints and routines. Field names follow Hermes' own config keys."""
 
-from __future__ import annotations
-
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -53,7 +51,7 @@ class ModelPin(Strict):
     base_url: NonEmpty | None = Field(default=None, description="config.yaml model.base_url (custom endpoints).")
 
     @model_validator(mode="after")
-    def _something(self) -> ModelPin:
+    def _something(self) -> Self:
         if self.provider is None and self.default is None and self.base_url is None:
             raise ValueError("a model pin needs at least 'default' (the model id) or 'provider'")
         return self
@@ -95,7 +93,7 @@ class McpServer(Strict):
     tools: McpTools | None = None
 
     @model_validator(mode="after")
-    def _one_kind(self) -> McpServer:
+    def _one_kind(self) -> Self:
         if (self.command is None) == (self.url is None):
             raise ValueError("an MCP server needs exactly one of 'command' (stdio) or 'url' (remote)")
         if self.command is not None and (self.headers or self.transport):
@@ -156,7 +154,7 @@ class Avatar(Strict):
     )
 
     @model_validator(mode="after")
-    def _fields_fit_kind(self) -> Avatar:
+    def _fields_fit_kind(self) -> Self:
         kind = self.resolved_kind
         allowed = {"blob": {"seed", "silhouette"}, "geometric": {"shape", "color"}, "image": {"image"}}[kind]
         stray = sorted(
@@ -208,7 +206,7 @@ class RoutineSpec(Strict):
     )
 
     @model_validator(mode="after")
-    def _has_work(self) -> RoutineSpec:
+    def _has_work(self) -> Self:
         if self.prompt is None and self.script is None and not self.skills:
             raise ValueError("a routine needs a 'prompt' (or a 'script' or 'skills')")
         return self
@@ -278,7 +276,7 @@ class BotSpec(_BotSettings):
     )
 
     @model_validator(mode="after")
-    def _exclusive(self) -> BotSpec:
+    def _exclusive(self) -> Self:
         if self.soul is not None and self.soul_file is not None:
             raise ValueError("set either 'soul' or 'soul_file', not both")
         if self.clone_from is not None and self.create_empty:

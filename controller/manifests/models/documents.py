@@ -4,8 +4,6 @@ One `Fleet` document can hold everything; or each object is its own document (`B
 `Room`, `Routine`, `Peer`, `Policy`). Both forms normalise to the same desired state (desired.py).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints

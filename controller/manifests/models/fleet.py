@@ -1,7 +1,5 @@
 """Fleet-level objects: sections, rooms, peers, the gateway policy and install-wide settings."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
