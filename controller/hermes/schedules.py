@@ -149,6 +149,13 @@ def _cron_runs(expr: str, now: datetime, zone: tzinfo | None, count: int) -> tup
     return tuple(it.get_next(datetime) for _ in range(count))
 
 
+def at_most_hourly(schedule: Schedule) -> bool:
+    """True for a five-field cron expression whose minute is one number: it runs at most once an
+    hour, so no gap between its runs is shorter (the frequency warning needs no croniter runs)."""
+    parts = schedule.expr.split() if schedule.kind == "cron" and schedule.expr else []
+    return len(parts) == 5 and re.fullmatch(r"[0-9]{1,2}", parts[0]) is not None
+
+
 def shortest_gap_minutes(schedule: Schedule, *, now: datetime, samples: int = 12) -> float | None:
     """The shortest gap between consecutive runs (None for one-shots): frequency warnings."""
     if schedule.kind == "interval":

@@ -885,7 +885,8 @@ class _Checks:
         except schedules.ScheduleError as exc:
             self.report.error(item.at("schedule"), str(exc), "", "schedule")
             return
-        gap = _gap(parsed, self.now.replace(second=0, microsecond=0, minute=0))
+        hourly = MIN_ROUTINE_GAP_MINUTES <= 60 and schedules.at_most_hourly(parsed)  # no croniter work
+        gap = None if hourly else _gap(parsed, self.now.replace(second=0, microsecond=0, minute=0))
         if gap is not None and gap < MIN_ROUTINE_GAP_MINUTES:
             runs = ", ".join(t.strftime("%Y-%m-%d %H:%M") for t in schedules.next_runs(parsed, 3, now=self.now))
             self.report.warning(

@@ -180,3 +180,24 @@ def test_a_seconds_field_keeps_the_exact_time() -> None:
         now = datetime(2026, 12, 1, 8, 0, second, tzinfo=UTC)
         it = croniter("* * * * * */10", now)
         assert schedules.next_runs(every_ten, 3, now=now) == [it.get_next(datetime) for _ in range(3)]
+
+
+@pytest.mark.parametrize(
+    ("text", "hourly"),
+    [
+        ("0 8 * * 1-5", True),
+        ("45 * * * *", True),
+        ("*/5 * * * *", False),
+        ("0,30 * * * *", False),
+        ("0-4 * * * *", False),
+        ("0 8 * * * */10", False),  # a sixth field: seconds
+        ("every 2h", False),
+        ("30m", False),
+    ],
+)
+def test_at_most_hourly_agrees_with_the_shortest_gap(text: str, hourly: bool) -> None:
+    schedule = schedules.parse(text)
+    assert schedules.at_most_hourly(schedule) is hourly
+    gap = schedules.shortest_gap_minutes(schedule, now=NOW)
+    if hourly:
+        assert gap is not None and gap >= 60
