@@ -319,10 +319,8 @@ def cron_runs_per_day(expr: str) -> float:
     Day of month and day of week combine as cron does: when both are restricted, a day matches
     either one; when one is `*`, only the other counts.
     """
-    from croniter import croniter
-
     try:
-        minutes, hours, doms, months, dows = croniter(expr).expanded[:5]
+        minutes, hours, doms, months, dows = schedules.croniter_class()(expr).expanded[:5]
     except Exception:
         return 0.0
     per_day = (60 if minutes == ["*"] else len(minutes)) * (24 if hours == ["*"] else len(hours))

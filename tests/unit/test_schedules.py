@@ -201,3 +201,28 @@ def test_at_most_hourly_agrees_with_the_shortest_gap(text: str, hourly: bool) ->
     gap = schedules.shortest_gap_minutes(schedule, now=NOW)
     if hourly:
         assert gap is not None and gap >= 60
+
+
+def test_croniter_is_imported_without_starting_a_process() -> None:
+    """croniter's import asks platform.architecture(), which runs `file` on the interpreter; the
+    import through croniter_class answers it from the pointer size instead (a fresh interpreter)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import platform, subprocess, sys\n"
+        "started = []\n"
+        "real_init = subprocess.Popen.__init__\n"
+        "def spy(self, *a, **k):\n"
+        "    started.append(a[0] if a else k.get('args'))\n"
+        "    real_init(self, *a, **k)\n"
+        "subprocess.Popen.__init__ = spy\n"
+        "real_arch = platform.architecture\n"
+        "from controller.hermes import schedules\n"
+        "cls = schedules.croniter_class()\n"
+        "assert cls is sys.modules['croniter'].croniter\n"
+        "assert platform.architecture is real_arch\n"
+        "print(started)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
