@@ -127,12 +127,23 @@ def _sequence(items: list[Any] | tuple[Any, ...], indent: int, out: list[str], r
         raise _Decline
     dash = " " * indent + "- "
     plain: list[Any] = []
+    scalars = True
     for item in items:
         if isinstance(item, Mapping):
             plain.append(_mapping(item, indent + 2, out, resolves, first=dash))
+            scalars = False
         elif isinstance(item, list | tuple):
             raise _Decline
         else:
             out.append(f"{dash}{_scalar(item, resolves)}\n")
             plain.append(item)
-    return plain
+    if not scalars:
+        return plain
+    # One list per equal list of scalars (every bot's config repeats its toolsets for each
+    # platform): the parse memo keeps these values and never changes them in place.
+    if len(_LISTS) >= _PLAIN_MAX:
+        _LISTS.clear()
+    return _LISTS.setdefault(tuple((type(v), v) for v in plain), plain)
+
+
+_LISTS: dict[tuple[tuple[type, Any], ...], list[Any]] = {}
