@@ -163,9 +163,12 @@ def sync_filesystem(path: Path) -> None:
                 return
         finally:
             os.close(fd)
-        for top, _, names in os.walk(path):
+        for top, _, names in os.walk(path):  # never follows a link to a folder
             for name in [*names, "."]:
-                fd = os.open(os.path.join(top, name), os.O_RDONLY)
+                target = os.path.join(top, name)
+                if not stat.S_ISREG(os.lstat(target).st_mode) and name != ".":
+                    continue  # a link (its target is not ours to sync), a FIFO, a device
+                fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
                 try:
                     os.fsync(fd)
                 finally:

@@ -393,3 +393,21 @@ def test_a_stop_between_bots_keeps_each_new_bot_whole_with_its_recorded_routines
     assert_converged(manifest, home)
     again = json.loads((home / "profiles" / "bot0" / "cron" / "jobs.json").read_text())["jobs"]
     assert again == jobs  # bot0's jobs were kept, not made again
+
+
+def test_the_fallback_sync_skips_links_and_fifos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tree = tmp_path / "staging"
+    (tree / "skills").mkdir(parents=True)
+    (tree / "config.yaml").write_text("x")
+    os.mkfifo(tree / "skills" / "pipe")  # would block an O_RDONLY open
+    (tree / "skills" / "link").symlink_to(tmp_path / "elsewhere")
+    synced: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.readlink(f"/proc/self/fd/{fd}")), real(fd))[1])
+    monkeypatch.setattr(fsio, "_syncfs", lambda fd: False)
+    fsio.sync_filesystem(tree)
+    assert sorted(Path(p).relative_to(tmp_path).as_posix() for p in synced) == [
+        "staging",
+        "staging/config.yaml",
+        "staging/skills",
+    ]
