@@ -398,6 +398,12 @@ def _syntax_problem(exc: Any, text: str) -> _FileProblem:
     return _FileProblem(message, hint=hint, code="yaml", line=line, column=column)
 
 
+def _duplicate_key(key: str, key_node: Any) -> Exception:
+    return _LoadProblem(
+        f"duplicate key {key!r} in the same mapping", key_node, hint="remove one of them (YAML keeps only the last, silently)"
+    )
+
+
 def _char_at(text: str, line: int, column: int) -> str:
     lines = text.splitlines()
     if 1 <= line <= len(lines) and 1 <= column <= len(lines[line - 1]):
@@ -485,11 +491,7 @@ def _build(node: Any, budget: _Budget, depth: int) -> Any:
                     merged.setdefault(k, v)
             continue
         if key in result:
-            raise _LoadProblem(
-                f"duplicate key {key!r} in the same mapping",
-                key_node,
-                hint="remove one of them (YAML keeps only the last, silently)",
-            )
+            raise _duplicate_key(key, key_node)
         if inline and value_node.__class__ is scalar_cls and value_node.ctag is scalar_tag:
             # _build for the commonest node, inline: a plain or quoted string, number or bool
             budget.used += 1
@@ -553,11 +555,7 @@ def _mapping(node: Any, budget: _Budget, depth: int, active: set[int]) -> dict[s
                     merged.setdefault(k, v)
             continue
         if key in result:
-            raise _LoadProblem(
-                f"duplicate key {key!r} in the same mapping",
-                key_node,
-                hint="remove one of them (YAML keeps only the last, silently)",
-            )
+            raise _duplicate_key(key, key_node)
         result[key] = _construct(value_node, budget, depth + 1, active)
     for k, v in merged.items():
         result.setdefault(k, v)
