@@ -398,7 +398,7 @@ def _syntax_problem(exc: Any, text: str) -> _FileProblem:
     return _FileProblem(message, hint=hint, code="yaml", line=line, column=column)
 
 
-def _duplicate_key(key: str, key_node: Any) -> Exception:
+def _duplicate_key(key: str, key_node: Any) -> _LoadProblem:
     return _LoadProblem(
         f"duplicate key {key!r} in the same mapping", key_node, hint="remove one of them (YAML keeps only the last, silently)"
     )
