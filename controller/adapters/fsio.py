@@ -273,9 +273,11 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: ob
     moment it exists, never wider. A symlink is written through to its target, as Hermes does; the
     caller has checked that it stays inside what it owns (adapters.home.check_profile). A folder, a FIFO
     or a device at `path` is refused, and every OSError becomes a HermesStateError (`state_error`).
-    With `expect` (the bytes we read, or None for "did not exist"), the file is compared again
-    just before the replace and ChangedUnderUs is raised if another writer got there first; the
-    caller reads again and retries. Hermes' own writers take no lock, so this is the best there is.
+    With `expect` (the bytes we read, or None for "did not exist"), the new file goes in only if
+    the file still holds them at the moment of the replace (`_replace_if_unchanged`: compare, then
+    swap and check what came out); else ChangedUnderUs is raised and the caller reads again and
+    retries. Hermes' own writers take no lock: one that read before our write and replaces after
+    can still put its stale copy over ours (the next apply restores ours); none is lost under ours.
     """
     try:
         _atomic_write(Path(path), data, mode=mode, expect=expect)
@@ -309,14 +311,70 @@ def _atomic_write(path: Path, data: bytes, *, mode: int, expect: object) -> None
             handle.flush()
             sync_file(handle.fileno())
         run_write_hooks(path)
-        if expect is not UNCHECKED and bounded.read_or_none(path, MAX_STATE_BYTES) != expect:
-            raise ChangedUnderUs(path)
-        os.replace(tmp, path)
+        if expect is UNCHECKED:
+            os.replace(tmp, path)
+        else:
+            _replace_if_unchanged(tmp, path, expect)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     fsync_dir(folder)
+
+
+def _replace_if_unchanged(tmp: str, path: Path, expect: object) -> None:
+    """Replace `path` by `tmp` only if `path` holds `expect` (bytes; None: no file) at the very
+    moment of the replace, else ChangedUnderUs (the caller reads again and retries).
+
+    Comparing first and replacing after leaves a moment in which another writer's replace (Hermes'
+    `config set` takes no lock) would be lost under ours. Linux `renameat2(RENAME_EXCHANGE)` swaps
+    the two names in one step: what comes out at `tmp` is what `path` held at that instant; if it
+    is not `expect`, the swap is undone (their file back in place) and nothing of theirs is lost.
+    A new file is published with RENAME_NOREPLACE (EEXIST: someone made it first). Where the
+    system has no renameat2, or the file system refuses the flag, it compares and replaces.
+    """
+    if bounded.read_or_none(path, MAX_STATE_BYTES) != expect:
+        raise ChangedUnderUs(path)
+    if expect is None:
+        try:
+            if _rename2(tmp, path, _RENAME_NOREPLACE):
+                return
+        except FileExistsError:
+            raise ChangedUnderUs(path) from None
+        os.replace(tmp, path)
+        return
+    if not _rename2(tmp, path, _RENAME_EXCHANGE):
+        os.replace(tmp, path)
+        return
+    if bounded.read_or_none(Path(tmp), MAX_STATE_BYTES) == expect:
+        os.unlink(tmp)  # the old version
+        return
+    _rename2(tmp, path, _RENAME_EXCHANGE)  # another writer got in between: theirs goes back
+    raise ChangedUnderUs(path)
+
+
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
+_AT_FDCWD = -100
+_RENAMEAT2: list[Any] = []  # the C library's renameat2, looked up once (None: it has none)
+
+
+def _rename2(old: str, new: Path, flags: int) -> bool:
+    """renameat2(old, new, flags); False when the system or the file system cannot (ENOSYS,
+    EINVAL: the caller falls back). Other errors are raised as OSError."""
+    if not _RENAMEAT2:
+        import ctypes  # lazily: only a write that must not lose another writer's needs it
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        _RENAMEAT2.append((getattr(libc, "renameat2", None), ctypes))
+    call, ctypes = _RENAMEAT2[0]
+    if call is None:
+        return False
+    if call(_AT_FDCWD, os.fsencode(old), _AT_FDCWD, os.fsencode(new), ctypes.c_uint(flags)) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(new))
 
 
 def _temp_file(folder: Path, name: str) -> tuple[int, str]:

@@ -1,8 +1,8 @@
 """cronstore.dumps_indented writes exactly what `json.dumps(indent=2, ensure_ascii=False)` writes.
 
-hermes-fleet writes `cron/jobs.json` indented by 2 as Hermes 0.19.0 does (docs/hermes/cron.md#store-
-and-lock; non-ASCII unescaped, which Hermes reads the same), so the fast encoder is checked byte
-for byte against the json module.
+hermes-fleet writes `cron/jobs.json` indented by 2 as Hermes 0.19.0 does
+(docs/hermes/cron.md#store-and-lock; non-ASCII unescaped, which Hermes reads the same), so the
+fast encoder is checked byte for byte against the json module.
 """
 
 from __future__ import annotations
