@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-import sys
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
@@ -54,18 +54,25 @@ def croniter_class() -> Any:
     the interpreter (10-20 ms of a 0.4 s apply), to tell a 32-bit build. The pointer size that
     croniter checks first answers that; `platform.architecture` is given it for the import only.
     """
-    if "croniter" not in sys.modules:
-        import platform
-        import struct
+    if not _CRONITER:
+        with _CRONITER_LOCK:  # watch runs threads: one import, and one patch at a time
+            if not _CRONITER:
+                import platform
+                import struct
 
-        real = platform.architecture
-        bits = f"{struct.calcsize('P') * 8}bit"
-        platform.architecture = lambda *args, **kwargs: (bits, "")
-        try:
-            import croniter  # noqa: F401
-        finally:
-            platform.architecture = real
-    return sys.modules["croniter"].croniter
+                real = platform.architecture
+                bits = f"{struct.calcsize('P') * 8}bit"
+                platform.architecture = lambda *args, **kwargs: (bits, "")
+                try:
+                    from croniter import croniter
+                finally:
+                    platform.architecture = real
+                _CRONITER.append(croniter)
+    return _CRONITER[0]
+
+
+_CRONITER: list[Any] = []
+_CRONITER_LOCK = threading.Lock()
 
 
 def parse_duration(text: str) -> int:
