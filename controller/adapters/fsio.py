@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import re
@@ -177,16 +178,31 @@ def sync_filesystem(path: Path) -> None:
 
 def _syncfs(fd: int) -> bool:
     """syncfs(fd); False when this C library has none. An error is raised as OSError."""
-    import ctypes  # lazily: only a run that creates a profile needs it
-
-    try:
-        call = ctypes.CDLL(None, use_errno=True).syncfs
-    except (AttributeError, OSError):
+    call = _libc_call("syncfs")
+    if call is None:
         return False
     if call(fd) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
+        raise _c_error()
     return True
+
+
+@functools.cache
+def _libc_call(name: str) -> Any:
+    """A function of the C library by name (None when it has none), looked up once. ctypes is
+    imported lazily: only a run that creates a profile or guards a write needs it."""
+    import ctypes
+
+    try:
+        return getattr(ctypes.CDLL(None, use_errno=True), name)
+    except (AttributeError, OSError):
+        return None
+
+
+def _c_error(path: object = None) -> OSError:
+    import ctypes
+
+    err = ctypes.get_errno()
+    return OSError(err, os.strerror(err), *([str(path)] if path is not None else []))
 
 
 def fsync_dir(folder: Path) -> None:
@@ -355,26 +371,20 @@ def _replace_if_unchanged(tmp: str, path: Path, expect: object) -> None:
 
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 _AT_FDCWD = -100
-_RENAMEAT2: list[Any] = []  # the C library's renameat2, looked up once (None: it has none)
 
 
 def _rename2(old: str, new: Path, flags: int) -> bool:
     """renameat2(old, new, flags); False when the system or the file system cannot (ENOSYS,
     EINVAL: the caller falls back). Other errors are raised as OSError."""
-    if not _RENAMEAT2:
-        import ctypes  # lazily: only a write that must not lose another writer's needs it
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        _RENAMEAT2.append((getattr(libc, "renameat2", None), ctypes))
-    call, ctypes = _RENAMEAT2[0]
+    call = _libc_call("renameat2")
     if call is None:
         return False
-    if call(_AT_FDCWD, os.fsencode(old), _AT_FDCWD, os.fsencode(new), ctypes.c_uint(flags)) == 0:
+    if call(_AT_FDCWD, os.fsencode(old), _AT_FDCWD, os.fsencode(new), flags) == 0:
         return True
-    err = ctypes.get_errno()
-    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+    error = _c_error(new)
+    if error.errno in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
         return False
-    raise OSError(err, os.strerror(err), str(new))
+    raise error
 
 
 def _temp_file(folder: Path, name: str) -> tuple[int, str]:
