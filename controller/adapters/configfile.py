@@ -333,9 +333,7 @@ def _fast_plain(text: str, source: str | None = None) -> dict[str, Any] | None:
         plain = _parse_plain(text)
         if plain is None:
             return None
-        if len(_MEMO) >= _MEMO_MAX:
-            _MEMO.clear()
-        _MEMO[key] = plain
+        _memorize(key, plain)
     if source is not None:
         _LAST[source] = key
     return plain
@@ -344,9 +342,13 @@ def _fast_plain(text: str, source: str | None = None) -> dict[str, Any] | None:
 def _remember_emitted(text: str, plain: dict[str, Any]) -> None:
     """The values of a text yamlemit wrote, so reading it back needs no parser: the emitter is
     exact (PyYAML reads its output back as these very values: tests/adapters/test_yamlemit.py)."""
+    _memorize(text_digest(text), plain)
+
+
+def _memorize(key: str, plain: dict[str, Any]) -> None:
     if len(_MEMO) >= _MEMO_MAX:
         _MEMO.clear()
-    _MEMO.setdefault(text_digest(text), plain)
+    _MEMO.setdefault(key, plain)
 
 
 def remember(entries: Mapping[str, Any]) -> None:

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 MAX_INTERNED = 256
+MAX_LISTS = 50_000  # distinct lists a pool keeps; past it the pool starts over (a long watch)
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -31,8 +32,12 @@ class Sharer:
             return {(sys.intern(k) if type(k) is str and len(k) <= MAX_INTERNED else k): self.share(v) for k, v in value.items()}
         if isinstance(value, list):
             items = [self.share(v) for v in value]
-            if all(type(v) in _SCALARS for v in items):
-                # (type, value) keys: 1, 1.0 and True are equal but not the same list.
-                return self._lists.setdefault(tuple((type(v), v) for v in items), items)
-            return items
+            return self.shared_list(items) if all(type(v) in _SCALARS for v in items) else items
         return value
+
+    def shared_list(self, items: list[Any]) -> list[Any]:
+        """The pool's one list equal to `items`, a list of scalars (`items` itself the first time)."""
+        if len(self._lists) >= MAX_LISTS:
+            self._lists.clear()
+        # (type, value) keys: 1, 1.0 and True are equal but not the same list.
+        return self._lists.setdefault(tuple((type(v), v) for v in items), items)

@@ -24,6 +24,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from controller.adapters import sharing
+
 # Letters, digits and a few marks that never start a YAML indicator in the middle of a plain
 # scalar in block context; the first character is stricter (no `-`, `.`, `?`, quotes...).
 _SAFE = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9 _./,;()+=@~$%^*?'\"<>&!|-]*\Z")
@@ -137,13 +139,9 @@ def _sequence(items: list[Any] | tuple[Any, ...], indent: int, out: list[str], r
         else:
             out.append(f"{dash}{_scalar(item, resolves)}\n")
             plain.append(item)
-    if not scalars:
-        return plain
     # One list per equal list of scalars (every bot's config repeats its toolsets for each
     # platform): the parse memo keeps these values and never changes them in place.
-    if len(_LISTS) >= _PLAIN_MAX:
-        _LISTS.clear()
-    return _LISTS.setdefault(tuple((type(v), v) for v in plain), plain)
+    return _POOL.shared_list(plain) if scalars else plain
 
 
-_LISTS: dict[tuple[tuple[type, Any], ...], list[Any]] = {}
+_POOL = sharing.Sharer()
