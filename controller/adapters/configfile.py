@@ -26,7 +26,7 @@ from ruamel.yaml.scalarfloat import ScalarFloat
 from ruamel.yaml.scalarint import OctalInt
 from ruamel.yaml.tokens import CommentToken
 
-from controller.adapters import fsio, yamlemit
+from controller.adapters import fsio, sharing, yamlemit
 from controller.errors import HermesStateError, RefusedValue
 
 
@@ -315,7 +315,8 @@ def _is_plain(value: Any) -> bool:
 # `_fast_plain` results keyed by a digest of the text: the same text always parses to the same
 # values, so a hit can never be stale, whatever happened to the file (no path, size or time is
 # trusted). `adapters/parsecache.py` keeps the entries of an apply's files for the next run. The
-# values are shared and never mutated: readers copy (`to_plain`), writers load the round-trip tree.
+# values are pooled (sharing.MEMO_POOL) and never mutated: readers copy (`to_plain`) or take them
+# as they are (`shared_plain`, read-only), writers load the round-trip tree.
 _MEMO: dict[str, dict[str, Any]] = {}
 _MEMO_MAX = 100_000  # entries; past it the memo starts over (a watch loop over a changing home)
 _LAST: dict[str, str] = {}  # source path -> digest of the text last parsed or written there
@@ -333,6 +334,7 @@ def _fast_plain(text: str, source: str | None = None) -> dict[str, Any] | None:
         plain = _parse_plain(text)
         if plain is None:
             return None
+        plain = sharing.MEMO_POOL.share(plain)
         _memorize(key, plain)
     if source is not None:
         _LAST[source] = key
@@ -500,6 +502,11 @@ class ConfigDoc:
 
     def as_dict(self) -> dict[str, Any]:
         return to_plain(self._read_view)
+
+    def shared_plain(self) -> dict[str, Any] | None:
+        """The document's values without a copy when they came from the parse memo (shared with
+        every equal document, so never to be changed in place), else None (use `as_dict`)."""
+        return self._plain if self._tree is None else None
 
     def get(self, dotted: str) -> tuple[bool, Any]:
         """(present?, plain value) of a dotted key; a non-map on the way counts as absent."""

@@ -42,7 +42,7 @@ def load(root: Path) -> None:
     if isinstance(data, dict) and data.get("version") == VERSION and isinstance(data.get("documents"), dict):
         # Shared: the documents' equal lists (22 `platform_toolsets` lists per config.yaml) once;
         # the memo's values are never changed in place.
-        configfile.remember(sharing.Sharer().share(data["documents"]))
+        configfile.remember(sharing.MEMO_POOL.share(data["documents"]))
 
 
 def start_run() -> None:

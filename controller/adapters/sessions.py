@@ -143,9 +143,14 @@ def is_bot_chat(row: dict[str, Any]) -> bool:
 
 
 def _title_row_if_table(conn: sqlite3.Connection) -> dict[str, Any] | None:
-    if not _has_table(conn, "sessions"):
+    # One query, not a look in sqlite_master first: a database without the table (a Hermes that
+    # never ran in this profile) is rare, and its error is told apart by the table's absence.
+    try:
+        row = _title_row(conn)
+    except sqlite3.OperationalError:
+        if _has_table(conn, "sessions"):
+            raise
         return None
-    row = _title_row(conn)
     return dict(row) if row is not None else None
 
 

@@ -41,3 +41,8 @@ class Sharer:
             self._lists.clear()
         # (type, value) keys: 1, 1.0 and True are equal but not the same list.
         return self._lists.setdefault(tuple((type(v), v) for v in items), items)
+
+
+# The parse memo's pool (adapters/configfile.py): the values of every config.yaml and profile.yaml
+# parsed, written or taken from the parse cache in this process, handed to readers without a copy.
+MEMO_POOL = Sharer()

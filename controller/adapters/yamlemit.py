@@ -141,7 +141,4 @@ def _sequence(items: list[Any] | tuple[Any, ...], indent: int, out: list[str], r
             plain.append(item)
     # One list per equal list of scalars (every bot's config repeats its toolsets for each
     # platform): the parse memo keeps these values and never changes them in place.
-    return _POOL.shared_list(plain) if scalars else plain
-
-
-_POOL = sharing.Sharer()
+    return sharing.MEMO_POOL.shared_list(plain) if scalars else plain

@@ -168,7 +168,7 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
         exists=True,
         tombstoned=tombstoned,
         marker=inventory_file.read_marker(root, name) if name != DEFAULT_PROFILE else None,
-        config=pool.share(config.as_dict()) if config is not None else None,
+        config=_shared_config(config, pool) if config is not None else None,
         config_exists=bool(config is not None and config.exists),
         env=env.as_dict() if env is not None else None,
         description=meta.description if meta is not None else None,
@@ -180,6 +180,12 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
         bot_chat=bot_chat,
         errors=tuple(errors),
     )
+
+
+def _shared_config(config: configfile.ConfigDoc, pool: sharing.Sharer) -> dict[str, Any]:
+    # The parse memo's values are pooled already: taken as they are, no copy and no second walk.
+    plain = config.shared_plain()
+    return plain if plain is not None else pool.share(config.as_dict())
 
 
 def _read(errors: list[str], path: Path, reader: Callable[[], T]) -> T | None:

@@ -42,6 +42,19 @@ def test_get_returns_plain_values():
     assert doc.get("model.provider.deeper") == (False, None)
 
 
+def test_shared_plain_is_one_read_only_object_that_writes_never_touch():
+    text = "model:\n  default: m1\ntoolsets:\n  - web\n  - terminal\n"
+    one, two = ConfigDoc.parse(text), ConfigDoc.parse(text)
+    view = one.shared_plain()
+    assert view == {"model": {"default": "m1"}, "toolsets": ["web", "terminal"]}
+    assert two.shared_plain() is view  # the memo's one copy, no walk per reader
+    assert one.as_dict() == view and one.as_dict() is not view  # as_dict still copies
+    one.set("model.default", "m2")
+    assert one.shared_plain() is None  # a changed document answers from its own tree
+    assert one.get("model.default") == (True, "m2")
+    assert view["model"]["default"] == "m1" and ConfigDoc.parse(text).get("model.default") == (True, "m1")
+
+
 def test_equal_set_is_a_byte_for_byte_no_op():
     doc = ConfigDoc.parse(SAMPLE)
     assert doc.set("approvals.mode", False) is False

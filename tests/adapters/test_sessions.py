@@ -42,6 +42,24 @@ def test_find_on_missing_db_creates_nothing(profile: Path) -> None:
     assert os.listdir(profile) == []
 
 
+def test_find_on_db_without_sessions_table_is_none_and_creates_nothing(profile: Path) -> None:
+    conn = sqlite3.connect(profile / "state.db")
+    conn.execute("CREATE TABLE other (x)")
+    conn.commit()
+    conn.close()
+    assert sessions.find_bot_chat(profile) is None
+    assert os.listdir(profile) == ["state.db"]  # the read opened it immutable: no -wal, no -shm
+
+
+def test_find_reports_other_sqlite_errors(profile: Path) -> None:
+    conn = sqlite3.connect(profile / "state.db")
+    conn.execute("CREATE TABLE sessions (id TEXT)")  # no `title` column: not "no such table"
+    conn.commit()
+    conn.close()
+    with pytest.raises(HermesStateError, match="no such column"):
+        sessions.find_bot_chat(profile)
+
+
 def test_ensure_creates_one_row_and_is_idempotent(profile: Path) -> None:
     before = time.time()
     assert sessions.ensure_bot_chat(profile) is True
