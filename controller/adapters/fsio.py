@@ -22,7 +22,7 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -282,8 +282,9 @@ def retrying(write: Callable[[], None], *, attempts: int = 3) -> None:
             time.sleep(0.05 * (attempt + 1))
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: object = UNCHECKED) -> None:
-    """Replace `path` with `data` atomically.
+def atomic_write_bytes(path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644, expect: object = UNCHECKED) -> None:
+    """Replace `path` with `data` atomically (`data` may be an iterable of chunks, written as they
+    are made: a 40 MB inventory never exists whole in memory).
 
     An existing file keeps its mode and owner; a new file gets `mode` (0600 for secrets) from the
     moment it exists, never wider. A symlink is written through to its target, as Hermes does; the
@@ -301,7 +302,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o644, expect: ob
         raise state_error(exc, "write", path) from exc
 
 
-def _atomic_write(path: Path, data: bytes, *, mode: int, expect: object) -> None:
+def _atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int, expect: object) -> None:
     try:
         st: os.stat_result | None = os.lstat(path)
     except FileNotFoundError:
@@ -323,7 +324,10 @@ def _atomic_write(path: Path, data: bytes, *, mode: int, expect: object) -> None
             with contextlib.suppress(OSError):
                 os.fchown(fd, st.st_uid, st.st_gid)
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                handle.writelines(data)  # written as made: the whole text never exists at once
             handle.flush()
             sync_file(handle.fileno())
         run_write_hooks(path)

@@ -8,10 +8,10 @@ profile and saving the inventory still leaves the profile recognisably ours.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,11 +69,10 @@ def _share_applied(objects: dict[str, Any]) -> None:
 def write(root: Path, fleet: str, data: dict[str, Any]) -> None:
     """Replace the inventory document of `fleet` atomically (0600)."""
     folder = inventory_dir(root)
-    blob = render_bytes(data)
     # A full disk, a read-only home: fsio's clear HermesStateError; the old inventory stays.
     check_state_path(root, folder)
     fsio.make_dirs(folder, mode=0o700)
-    fsio.atomic_write_bytes(inventory_path(root, fleet), blob, mode=0o600)
+    fsio.atomic_write_bytes(inventory_path(root, fleet), render_chunks(data), mode=0o600)
 
 
 def render(data: dict[str, Any]) -> str:
@@ -82,8 +81,12 @@ def render(data: dict[str, Any]) -> str:
 
 
 def render_bytes(data: dict[str, Any]) -> bytes:
-    """`render`, encoded: written into one buffer object by object, so the 40 MB of 10,000 bots x 3
-    routines exist once while they are written (not as lines, their join and its encoding: memory).
+    return b"".join(render_chunks(data))
+
+
+def render_chunks(data: dict[str, Any]) -> Iterator[bytes]:
+    """`render`, encoded, object by object: `write` puts each piece into the file as it is made,
+    so the 40 MB of 10,000 bots x 3 routines never exist whole in memory.
 
     Compact JSON goes through the C encoder; `indent=` would take the pure-Python one, 4-6x slower
     (7.5 s instead of 1.3 s for the 40,000 objects of 10,000 bots x 3 routines). `ensure_ascii`
@@ -93,20 +96,17 @@ def render_bytes(data: dict[str, Any]) -> bytes:
     def compact(value: Any) -> bytes:
         return json.dumps(value, sort_keys=True, default=str, separators=(",", ":")).encode("ascii")
 
-    out = io.BytesIO()
-    out.write(b"{\n")
+    yield b"{\n"
     for key in sorted(k for k in data if k != "objects"):
-        out.write(compact(key) + b":" + compact(data[key]) + b",\n")
+        yield compact(key) + b":" + compact(data[key]) + b",\n"
     objects = data.get("objects", {})
-    if objects:
-        out.write(b'"objects":{\n')
-        for n, key in enumerate(sorted(objects)):
-            out.write((b",\n" if n else b"") + compact(key) + b":" + compact(objects[key]))
-        out.write(b"\n}")
-    else:
-        out.write(b'"objects":{}')
-    out.write(b"\n}\n")
-    return out.getvalue()  # the buffer itself, not a copy (BytesIO shares it when nothing else holds it)
+    if not objects:
+        yield b'"objects":{}\n}\n'
+        return
+    yield b'"objects":{\n'
+    for n, key in enumerate(sorted(objects)):
+        yield (b",\n" if n else b"") + compact(key) + b":" + compact(objects[key])
+    yield b"\n}\n}\n"
 
 
 def all_fleets(root: Path) -> list[str]:

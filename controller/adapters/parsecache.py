@@ -10,8 +10,8 @@ foreign cache is no error: every file is parsed, as without one.
 
 from __future__ import annotations
 
-import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,27 +56,29 @@ def save(root: Path) -> None:
     path = cache_path(root)
     check_state_path(root, path.parent)
     fsio.make_dirs(path.parent, mode=0o700)
-    fsio.atomic_write_bytes(path, render({"version": VERSION, "documents": documents}), mode=0o600)
+    fsio.atomic_write_bytes(path, render_chunks({"version": VERSION, "documents": documents}), mode=0o600)
 
 
 def render(data: dict[str, Any]) -> bytes:
-    """`json.dumps(data, sort_keys=True, separators=(",", ":")) + "\\n"`, encoded, written document by
-    document into one buffer: the text of 20,000 documents exists once, not as a string and its
-    encoding (memory)."""
+    """`json.dumps(data, sort_keys=True, separators=(",", ":")) + "\\n"`, encoded."""
+    return b"".join(render_chunks(data))
+
+
+def render_chunks(data: dict[str, Any]) -> Iterator[bytes]:
+    """`render` document by document: `save` writes each piece as it is made, so the text of
+    20,000 documents never exists whole in memory."""
 
     def compact(value: Any) -> bytes:
         return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
 
-    out = io.BytesIO()
-    out.write(b"{")
+    yield b"{"
     for n, key in enumerate(sorted(data)):
-        out.write((b"," if n else b"") + compact(key) + b":")
+        yield (b"," if n else b"") + compact(key) + b":"
         if key != "documents":
-            out.write(compact(data[key]))
+            yield compact(data[key])
             continue
-        out.write(b"{")
+        yield b"{"
         for i, digest in enumerate(sorted(data[key])):
-            out.write((b"," if i else b"") + compact(digest) + b":" + compact(data[key][digest]))
-        out.write(b"}")
-    out.write(b"}\n")
-    return out.getvalue()
+            yield (b"," if i else b"") + compact(digest) + b":" + compact(data[key][digest])
+        yield b"}"
+    yield b"}\n"

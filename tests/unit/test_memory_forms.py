@@ -13,8 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from controller.adapters import configfile, fsio, inventory, parsecache, sharing
 from controller.adapters import history as history_file
-from controller.adapters import inventory, parsecache, sharing
 from controller.core.types import Action, FieldChange, Kind, ObjectChange, Op, Plan, Reason
 from controller.engine import history, observing
 from controller.manifests import reading
@@ -52,6 +54,35 @@ def test_inventory_bytes_are_the_line_form() -> None:
 def test_parse_cache_bytes_are_json_dumps() -> None:
     for data in ({"version": 1, "documents": {}}, {"version": 1, "documents": {"d2": {"a": [1, "é"]}, "d1": {}}}):
         assert parsecache.render(data) == (json.dumps(data, sort_keys=True, separators=(",", ":")) + "\n").encode()
+
+
+def test_inventory_and_parse_cache_files_are_written_as_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The files are the rendered bytes, handed to the atomic write piece by piece (never one bytes
+    # object of the whole document).
+    handed: list[object] = []
+    real_write = fsio.atomic_write_bytes
+
+    def spy(path: Path, data: Any, **kwargs: Any) -> None:
+        handed.append(data)
+        real_write(path, data, **kwargs)
+
+    monkeypatch.setattr(fsio, "atomic_write_bytes", spy)
+    data = {"schemaVersion": 1, "fleet": "f", "salt": "s", "last_apply": None, "history": [], "objects": TRICKY}
+    inventory.write(tmp_path, "f", data)
+    assert inventory.inventory_path(tmp_path, "f").read_bytes() == inventory.render_bytes(data)
+    configfile.ConfigDoc.load(tmp_path / "config.yaml")  # nothing there: the cache holds no document
+    parsecache.save(tmp_path)
+    assert json.loads(parsecache.cache_path(tmp_path).read_bytes()) == {"version": 1, "documents": {}}
+    assert len(handed) == 2 and not any(isinstance(d, bytes | bytearray) for d in handed)
+    cache = {"version": 1, "documents": {"d2": {"a": [1, "é"]}, "d1": {}}}
+    assert b"".join(parsecache.render_chunks(cache)) == parsecache.render(cache)
+
+
+def test_atomic_write_takes_chunks(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    fsio.atomic_write_bytes(target, (bytes([65 + i]) * 10_000 for i in range(5)), mode=0o600)
+    assert target.read_bytes() == b"".join(bytes([65 + i]) * 10_000 for i in range(5))
+    assert target.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_packed_history_entry_is_the_same_file(tmp_path: Path) -> None:
