@@ -94,7 +94,9 @@ def update(profile_dir: Path, mutate: Callable[[list[dict[str, Any]]], bool], *,
         if not mutate(jobs):
             return
         payload = dumps_indented({"jobs": jobs, "updated_at": now.isoformat()})
-        fsio.atomic_write_text(jobs_path(profile_dir), payload, mode=0o600)
+        # Through a temp file even in a staging folder: fresh job ids and times make the bytes
+        # run-specific (fsio.atomic_write_bytes).
+        fsio.atomic_write_text(jobs_path(profile_dir), payload, mode=0o600, via_temp=True)
         with contextlib.suppress(OSError):
             os.chmod(jobs_path(profile_dir), 0o600)
 

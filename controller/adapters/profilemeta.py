@@ -130,7 +130,9 @@ class ProfileMeta:
         expect: object = (
             (None if self._loaded_text is None else self._loaded_text.encode("utf-8")) if target == self.path else fsio.UNCHECKED
         )
-        fsio.atomic_write_text(target, text, mode=0o644, expect=expect)  # ChangedUnderUs: a ConflictError
+        # ChangedUnderUs: a ConflictError. Through a temp file even in a staging folder: a new
+        # record's `created` stamp makes the bytes run-specific (fsio.atomic_write_bytes).
+        fsio.atomic_write_text(target, text, mode=0o644, expect=expect, via_temp=True)
         self._loaded_text = text
         self._doc = ConfigDoc.parse(text, source=str(target))
         self.path = target
