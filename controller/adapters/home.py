@@ -88,6 +88,19 @@ def check_profiles_root(root: Path) -> Path:
     return path
 
 
+def profile_entries(root: Path) -> frozenset[str] | None:
+    """The names in `<root>/profiles` (empty when there is no such folder), read with one listing;
+    None when it cannot be listed (the caller then looks at each profile, which words the error).
+    ContainmentError when `profiles/` is a symlink."""
+    path = check_profiles_root(root)
+    try:
+        return frozenset(os.listdir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return frozenset()
+    except OSError:
+        return None
+
+
 def check_profile_dir(root: Path, name: str) -> Path:
     """The profile's folder, refused (ContainmentError) when it or `profiles/` is a symlink."""
     path = profile_dir(root, name)

@@ -65,8 +65,15 @@ def observe(
     # One pool for every profile's decoded files: the same keys and lists are held once (memory).
     pool = sharing.Sharer()
     live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots, pool=pool)}
+    # One listing of profiles/: a profile not in it is absent, with nothing to read or check
+    # (a fresh home, or the new bots of a fleet, cost no system call each).
+    present = home.profile_entries(root)
     for name in sorted(names - {DEFAULT_PROFILE}):
-        live[name] = observe_profile(root, name, pool=pool)
+        if present is None or name in present:
+            live[name] = observe_profile(root, name, pool=pool)
+        else:
+            tombstoned = profiles.TOMBSTONE_DIR in present and profiles.is_tombstoned(root, name)
+            live[name] = LiveProfile(name=name, path=home.profile_dir(root, name), exists=False, tombstoned=tombstoned)
     foreign, foreign_install = _foreign(root, state.fleet)
     jobs, job_errors, timezones = _observe_routines(root, state, inventory, live, sources, pool)
     env_values: dict[str, Mapping[str, str]] = {}

@@ -158,6 +158,32 @@ class Terminal(io.StringIO):
         return True
 
 
+def test_absent_profiles_are_known_from_one_listing(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller.adapters import home as home_adapter
+    from controller.engine import observing, records
+    from controller.manifests import reading
+
+    assert apply(fleet_with_routines(manifests, bots=2, routines=1), home).code == 0  # bot0, bot1 exist
+    manifest = fleet_with_routines(manifests, bots=4, routines=1)
+    (home / "profiles" / ".deleted" / "bot3").mkdir(parents=True)  # Hermes main deleted bot3
+    checked: list[str] = []
+    real = home_adapter.check_profile
+
+    def check(root: Path, name: str, *args: Any) -> Path:
+        checked.append(name)
+        return real(root, name, *args)
+
+    monkeypatch.setattr(home_adapter, "check_profile", check)
+    loaded = reading.load_paths([str(manifest)], recursive=True, fleet=None)
+    assert loaded.state is not None
+    observed = observing.observe(home, loaded.state, records.load(home, "acme"))
+    assert sorted(set(checked)) == ["bot0", "bot1", "default"]  # bot2 and bot3 are not there: no look each
+    live = observed.live
+    assert live["bot0"].exists and not live["bot2"].exists and not live["bot2"].tombstoned
+    assert not live["bot3"].exists and live["bot3"].tombstoned
+    assert live["bot2"].path == home / "profiles" / "bot2"
+
+
 def test_progress_line_on_a_terminal_after_two_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(progress_mod.shutil, "get_terminal_size", lambda fallback: os.terminal_size((40, 24)))
     clock, out = Clock(), Terminal()

@@ -58,6 +58,13 @@ def test_a_managed_profile_folder_that_is_a_symlink_is_refused(
     refused(pristine, home, tmp_path / "alpha-moved-away", "profiles/alpha")
 
 
+def test_the_profiles_folder_that_is_a_symlink_is_refused(pristine: Pristine, home: Path, tmp_path: Path) -> None:
+    profiles = home / "profiles"
+    shutil.move(profiles, tmp_path / "profiles-real")
+    profiles.symlink_to(tmp_path / "profiles-real")
+    refused(pristine, home, tmp_path / "profiles-real", "profiles is a symlink")
+
+
 def test_a_profile_prune_would_back_up_that_is_a_symlink_is_refused(pristine: Pristine, home: Path, tmp_path: Path) -> None:
     """Without the rule, prune "backed up" only the link (and the bot's files stayed behind)."""
     delta = home / "profiles" / "delta"
