@@ -109,13 +109,18 @@ def snapshot(root: Path) -> dict[str, tuple[Any, ...]]:
     paths = [root, *sorted(root.rglob("*"))]
     for path in paths:
         rel = "." if path == root else str(path.relative_to(root))
-        st = path.lstat()
-        if stat.S_ISLNK(st.st_mode):
-            out[rel] = ("link", os.readlink(path))
-        elif stat.S_ISDIR(st.st_mode):
-            out[rel] = ("dir", stat.S_IMODE(st.st_mode))
-        else:
-            out[rel] = ("file", stat.S_IMODE(st.st_mode), hashlib.sha256(path.read_bytes()).hexdigest())
+        try:
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(path))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", stat.S_IMODE(st.st_mode))
+            else:
+                out[rel] = ("file", stat.S_IMODE(st.st_mode), hashlib.sha256(path.read_bytes()).hexdigest())
+        except FileNotFoundError:
+            # Gone between the listing and the look: a temp file a live writer (a running
+            # reconciler's status file) renamed meanwhile. Not part of the home's state.
+            continue
     return out
 
 
