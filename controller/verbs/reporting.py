@@ -269,10 +269,23 @@ def shown(value: Any) -> Any:
 
 
 def _fmt(value: Any) -> str:
-    if isinstance(value, str) and value.startswith("(") and value.endswith(")"):
-        return value  # (secret), (12 lines, sha256:...)
+    kind = type(value)
+    if kind is str:
+        if value.startswith("(") and value.endswith(")"):
+            return value  # (secret), (12 lines, sha256:...)
+        if len(value) <= 118 and "://" not in value and not _JSON_ESCAPED.search(value):
+            return f'"{value}"'  # what json.dumps gives (ensure_ascii=False): nothing to escape or mask
+    elif kind is bool or value is None:
+        return _JSON_CONSTANTS[value]
+    elif kind is int:
+        return str(value)
     text = json.dumps(shown(value), ensure_ascii=False, default=str)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+# What json.dumps escapes in a string with ensure_ascii=False (json.encoder.ESCAPE).
+_JSON_ESCAPED = re.compile(r'[\x00-\x1f\\"]')
+_JSON_CONSTANTS = {True: "true", False: "false", None: "null"}
 
 
 def plan_text(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> str:

@@ -136,6 +136,14 @@ def diff_fields(
     inventory: Inventory,
     inherited: frozenset[str] = frozenset(),
 ) -> list[FieldChange]:
+    if not live.exists and not applied:
+        # A new profile, never applied: every desired field is added, nothing is live to compare,
+        # drift or remove (what the loop below gives, without its per-field look-ups).
+        return [
+            FieldChange(name, Op.ADD, None, shown(name, desired[name], secret), secret, False, inherited=name in inherited)
+            for name in sorted(desired)
+            for secret in (name.startswith("env:") and name[4:] in secret_keys,)
+        ]
     changes: list[FieldChange] = []
     for name in sorted(set(desired) | set(applied)):
         # A key applied as a secret stays one after the manifests drop it (its record is a keyed

@@ -7,6 +7,7 @@ computed in the bot's Hermes `timezone` from the `now` the planner is given.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from datetime import datetime, tzinfo
@@ -102,14 +103,27 @@ def diff_job(desired: Mapping[str, Any], live: Mapping[str, Any], applied: Mappi
 
 def job_field(key: str) -> str:
     """A job field's plan name (`job:<key>`), one string for every routine of the plan (memory)."""
-    return sys.intern(f"job:{key}")
+    name = _JOB_FIELDS.get(key)
+    if name is None:
+        name = _JOB_FIELDS[key] = sys.intern(f"job:{key}")
+    return name
+
+
+_JOB_FIELDS: dict[str, str] = {}
 
 
 def next_runs_note(routine: Routine, tz: tzinfo | None, now: datetime) -> str:
     """The next three runs of a cron routine, in the bot's Hermes `timezone` (the one its
     scheduler evaluates the expression in), or the server's local time when none is configured."""
+    return _next_runs_note(routine.schedule, tz, now)
+
+
+@functools.lru_cache(maxsize=4096)
+def _next_runs_note(schedule: str, tz: tzinfo | None, now: datetime) -> str:
+    # By schedule text, zone and `now` (one value for a whole plan): a fleet's bots share a few
+    # schedules, and each distinct one is worked out once per plan.
     try:
-        parsed = schedules.parse(routine.schedule)
+        parsed = schedules.parse(schedule)
     except schedules.ScheduleError:
         return ""
     if parsed.kind != "cron":
