@@ -14,7 +14,8 @@ as its own `python -m controller` process, so the wall time includes the interpr
 exactly like the one `hermes profile list` on the same home it is compared with; the process
 reads its own peak RSS (VmHWM). The scaling exponent is the least-squares slope of log(time)
 over log(bots). The start-up race times `apply` of 10 bots x 2 routines against the shell loop
-(`hermes profile create` + `hermes cron create` per routine) in the same run.
+(`hermes profile create` + `hermes cron create` per routine) in the same run, after a sync(2):
+the loop leaves its files unsynced, and the apply's syncfs would otherwise write them out too.
 """
 
 from __future__ import annotations
@@ -175,6 +176,9 @@ def main() -> int:
             fleet, home = work / "race.yaml", work / "race-home"
             fleet.write_text(scale_yaml(race_bots, routines=2), encoding="utf-8")
             run_cli(["validate", "-f", str(fleet)])  # warm: the first run compiles the bytecode
+            # The loop's Hermes wrote its files without fsync; the apply's first syncfs(2) would
+            # write them out too (0.1-0.25 s here). Flushed first, the apply pays for its own files.
+            os.sync()
             apply10, _ = run_cli(["apply", "-f", str(fleet), "--home", str(home)])
     print("bots x 3 routines; each run is one process (start-up included); list = `hermes profile list`, best of 3")
     head = ("bots", "apply s", "ms/bot", "apply MB", "plan s", "plan MB", "list s", "apply/list", "plan/list")

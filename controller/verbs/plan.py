@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from controller.adapters import webhooks
 from controller.adapters.home import resolve_root
 from controller.core import insights as plan_insights
 from controller.core.types import Action, Plan
-from controller.engine import history, notifying, reconciling
+from controller.engine import history, reconciling
 from controller.engine.applying import ApplyResult
 from controller.engine.reconciling import Planned
 from controller.errors import ConflictError, ExitCode
@@ -17,6 +17,9 @@ from controller.manifests import reading
 from controller.manifests.desired import DesiredState
 from controller.verbs import common, reporting
 from controller.verbs.progress import ProgressLine
+
+if TYPE_CHECKING:  # apply --notify only: the webhook client and its threads (docs/performance.md#start-up)
+    from controller.adapters import webhooks
 
 NOTIFY_TIMEOUT = 10.0  # apply --notify: how long the deliveries may take after the apply
 
@@ -74,6 +77,9 @@ def notify(state: DesiredState, events: list[webhooks.Event]) -> None:
     """`apply --notify`: post, and wait (bounded) for the deliveries; a failure to notify never fails the apply."""
     if not events:
         return
+    from controller.adapters import webhooks
+    from controller.engine import notifying
+
     targets, problems = notifying.targets(state)
     for problem in problems:
         print(f"hermes-fleet: warning: {problem}", file=sys.stderr)
@@ -135,12 +141,16 @@ def cmd_apply(args: argparse.Namespace) -> int:
         )
     except ConflictError as exc:
         if getattr(args, "notify", False):
+            from controller.engine import notifying
+
             notify(result.state, notifying.apply_events(result.state.fleet, str(root), failed=(), pruned=(), conflict=str(exc)))
         raise
     finally:
         progress.close()
     plan = planned.plan
     if getattr(args, "notify", False):
+        from controller.engine import notifying
+
         failed = [f"{o.change.key}: {o.error}" for o in results.failed] + [f"{c.key}: {c.reason}" for c in plan.errors]
         pruned = [o.change.key for o in results.done if o.change.action is Action.DELETE]
         notify(result.state, notifying.apply_events(plan.fleet, str(root), failed=failed, pruned=pruned))
