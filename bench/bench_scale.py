@@ -14,8 +14,10 @@ as its own `python -m controller` process, so the wall time includes the interpr
 exactly like the one `hermes profile list` on the same home it is compared with; the process
 reads its own peak RSS (VmHWM). The scaling exponent is the least-squares slope of log(time)
 over log(bots). The start-up race times `apply` of 10 bots x 2 routines against the shell loop
-(`hermes profile create` + `hermes cron create` per routine) in the same run, after a sync(2):
-the loop leaves its files unsynced, and the apply's syncfs would otherwise write them out too.
+(`hermes profile create` + `hermes cron create` per routine) in the same run. A sync(2) comes
+before each timed apply and before the loop: the loop's Hermes leaves its files unsynced, and an
+earlier size's home is removed right before the next apply; the apply's syncfs(2) would otherwise
+write all of that out too, and pay for work that is not its own.
 """
 
 from __future__ import annotations
@@ -164,6 +166,7 @@ def main() -> int:
         for n in sizes:
             fleet, home = work / f"fleet-{n}.yaml", work / f"home-{n}"
             fleet.write_text(scale_yaml(n), encoding="utf-8")
+            os.sync()  # the previous size's removed home is written out before, not inside, this apply's syncfs
             apply_s, apply_mb = run_cli(["apply", "-f", str(fleet), "--home", str(home)])
             plan_s, plan_mb = run_cli(["plan", "--detailed-exitcode", "-f", str(fleet), "--home", str(home)])
             list_s = profile_list(binary, home, work) if binary else math.nan
@@ -172,6 +175,7 @@ def main() -> int:
         race_bots = args.race or (3 if args.quick else 10)
         loop_s = apply10 = math.nan
         if binary:
+            os.sync()  # each side of the race starts on a clean page cache
             loop_s = shell_loop(binary, work, race_bots, 2)
             fleet, home = work / "race.yaml", work / "race-home"
             fleet.write_text(scale_yaml(race_bots, routines=2), encoding="utf-8")
