@@ -42,20 +42,21 @@ def test_find_on_missing_db_creates_nothing(profile: Path) -> None:
     assert os.listdir(profile) == []
 
 
-def test_find_on_db_without_sessions_table_is_none_and_creates_nothing(profile: Path) -> None:
+def make_db(profile: Path, schema: str) -> None:
     conn = sqlite3.connect(profile / "state.db")
-    conn.execute("CREATE TABLE other (x)")
+    conn.execute(schema)
     conn.commit()
     conn.close()
+
+
+def test_find_on_db_without_sessions_table_is_none_and_creates_nothing(profile: Path) -> None:
+    make_db(profile, "CREATE TABLE other (x)")
     assert sessions.find_bot_chat(profile) is None
     assert os.listdir(profile) == ["state.db"]  # the read opened it immutable: no -wal, no -shm
 
 
 def test_find_reports_other_sqlite_errors(profile: Path) -> None:
-    conn = sqlite3.connect(profile / "state.db")
-    conn.execute("CREATE TABLE sessions (id TEXT)")  # no `title` column: not "no such table"
-    conn.commit()
-    conn.close()
+    make_db(profile, "CREATE TABLE sessions (id TEXT)")  # no `title` column: not "no such table"
     with pytest.raises(HermesStateError, match="no such column"):
         sessions.find_bot_chat(profile)
 
@@ -89,10 +90,7 @@ def test_new_db_is_wal_and_carries_the_hermes_schema_marker(profile: Path) -> No
 
 def test_existing_db_keeps_its_journal_mode(profile: Path) -> None:
     """Hermes falls back to rollback mode where WAL is unsupported; we must not switch it back."""
-    conn = sqlite3.connect(profile / "state.db")
-    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, title TEXT, started_at REAL NOT NULL)")
-    conn.commit()
-    conn.close()
+    make_db(profile, "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, title TEXT, started_at REAL NOT NULL)")
     assert sessions.ensure_bot_chat(profile) is True
     conn = sqlite3.connect(profile / "state.db")
     try:
