@@ -549,8 +549,8 @@ def _fast_documents(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]] |
     node tree, and the positions of its lists and maps (_Origin); None when the text needs the
     node path.
 
-    It takes the common case only, and gives exactly the data _node_documents gives: no anchors,
-    aliases or tags (so no merges, no alias budget to spend beyond one per value), no '<<' key.
+    It takes the common case only, and gives exactly the data _node_documents gives: no aliases
+    or tags (so no alias budget to spend), no '<<' merge key.
     Anything else it would have to judge (a syntax error, a duplicate or non-string key, a number
     out of range, a value over its bound, nesting past MAX_DEPTH) sends the whole text to the node
     path, which reports it as before: every diagnostic comes from one place.
@@ -564,13 +564,19 @@ def _fast_documents(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]] |
 def _events_to_data(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]]:
     parser_class, scalar, map_start, seq_start, map_end, seq_end, doc_start, stream_end, ignored = _event_classes()
     get = parser_class(text).get_event
-    limit = max(200_000, 20 * len(text))  # the alias budget _node_documents gives this text
+    # An anchor without an alias changes nothing; an alias sends the text to the node path. So the
+    # alias budget (at least 20 values per character of the text) cannot run out here: every value
+    # takes a character of its own at least ('-', ':', ',', '?', '---' or itself).
+    # A tag starts with '!', a string over MAX_STRING needs a text as long: each check is made
+    # only when the text could need it.
+    tags = "!" in text
+    long = len(text) > MAX_STRING
+    max_depth, max_items = MAX_DEPTH, MAX_ITEMS
     maybe_not_str = _MAYBE_NOT_STR
     resolve = _resolve_plain
     documents: list[tuple[int, Any]] = []
     positions: dict[int, int] = {}
     index = -1
-    used = 0  # values built (the budget's count; without aliases it cannot run out, but is checked)
     stack: list[tuple[Any, Any]] = []  # (enclosing collection, this one's key in it) per open collection
     current: Any = None  # the open list or dict (None: at the document's top)
     want_key = _Slow  # marker: `key is want_key` means a mapping waits for its next key
@@ -581,7 +587,7 @@ def _events_to_data(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]]:
         kind = event.__class__
         if kind is scalar:
             value = event.value
-            if event.anchor is not None or event.ctag is not None or len(value) > MAX_STRING:
+            if (tags and event.ctag is not None) or (long and len(value) > MAX_STRING):
                 raise _Slow
             if key is want_key:
                 if (value == "<<" and not event.style) or value in current:
@@ -589,7 +595,6 @@ def _events_to_data(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]]:
                 key = value
                 key_event = event
                 continue
-            used += 1
             if not event.style and (not value or value[0] in maybe_not_str):
                 value = resolve(value)
             if key is not None:
@@ -600,9 +605,8 @@ def _events_to_data(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]]:
             elif value is not None:
                 documents.append((index, value))
         elif kind is map_start or kind is seq_start:
-            if event.anchor is not None or event.ctag is not None or key is want_key or len(stack) >= MAX_DEPTH:
+            if key is want_key or len(stack) >= max_depth or (tags and event.ctag is not None):
                 raise _Slow  # a collection as a key, or nesting the node path refuses (or guards)
-            used += 1
             new: Any = {} if kind is map_start else []
             if key is not None:
                 current[key] = new
@@ -616,7 +620,7 @@ def _events_to_data(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]]:
             current = new
             key = want_key if kind is map_start else None
         elif kind is map_end or kind is seq_end:
-            if len(current) > MAX_ITEMS:
+            if len(current) > max_items:
                 raise _Slow
             done = current
             current, key = stack.pop()
@@ -630,8 +634,6 @@ def _events_to_data(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]]:
             break
         elif kind not in ignored:
             raise _Slow  # an alias
-    if used > limit:
-        raise _Slow
     return documents, positions
 
 

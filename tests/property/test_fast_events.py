@@ -62,7 +62,7 @@ def assert_same(text: str, *, fast_expected: bool = False) -> None:
 
 
 def plain(text: str) -> bool:
-    """A text the fast path must take: no anchors, aliases, tags or merge keys."""
+    """A text the fast path must take: no anchors, aliases, tags or merge keys (a rough test)."""
     return not any(mark in text for mark in ("&", "*", "!", "<<"))
 
 
@@ -131,6 +131,8 @@ def test_every_problem_is_left_to_the_node_path(text: str) -> None:
         "a: " + "{b: " * 63 + "1" + "}" * 63 + "\n",
         "%YAML 1.2\n---\na: 0o17\nb: 0x1F\nc: -12\nd: 1.5e3\ne: True\nf: NULL\ng: +1\n",
         "- - - a\n  - b\n- c: d\n  e: [f, {g: h}]\n",
+        "a: &x 1\nb: &y [2, &z {c: 3}]\n",  # anchors no alias refers to change nothing
+        "prompt: Be brief! Really!\nurl: http://x/?a=1&b=2\ncron: '*/5 * * * *'\n",
     ],
 )
 def test_hand_picked_texts(text: str) -> None:
