@@ -1,9 +1,12 @@
 """Loading: find manifest files, parse YAML safely, keep every value's file/line/column.
 
-Parsing uses ruamel.yaml's C composer when available (YAML 1.2 core schema), then our own small
-constructor, which rejects duplicate keys, bounds alias expansion and nesting depth, and keeps the
-node tree so any field path can be located later. Called by validation; touches only the
-manifest files it is given (and stdin for `-f -`).
+Parsing uses ruamel.yaml's C parser when available (YAML 1.2 core schema). The common document
+(no aliases, tags or merges, no problem) is built straight from the parser's events, keeping one
+position per list and map (_fast_documents); any other is composed into ruamel's node tree and
+built by our own small constructor, which rejects duplicate keys, bounds alias expansion and
+nesting depth, and reports every problem with its position. Any field path can be located later:
+from the kept positions, or from the node tree (composed again from the text when needed).
+Called by validation; touches only the manifest files it is given (and stdin for `-f -`).
 
 Every input is bounded (docs/manifest.md#limits): a file is checked to be a regular file of at most
 MAX_FILE_BYTES before it is read (a FIFO or a device is refused, never read), and each value while
@@ -113,7 +116,9 @@ class _Origin:
                 node = node[part]
             if node.__class__ is not list and node.__class__ is not dict:
                 return None
-            position = positions[id(node)]
+            position = positions.get(id(node))
+            if position is None:  # not one the fast path built (never, unless the data was changed)
+                return None
         return (position >> 32) + 1, (position & 0xFFFFFFFF) + 1
 
     def node(self, index: int) -> Any:

@@ -222,3 +222,12 @@ def test_a_fleet_file_and_bot_documents_take_the_fast_path_and_locate_without_a_
     docs = loading.parse_text(bots, source="b.yaml", base_dir=Path("."))
     assert [d.locate(("spec",)) for d in docs] == [(4, 1), (10, 1), (16, 1)]
     assert all(d.node is None for d in docs)
+
+
+def test_a_collection_the_fast_path_did_not_build_is_located_by_the_tree() -> None:
+    text = "spec:\n  bots:\n    - name: a\n      env: {X: 1}\n"
+    (doc,) = loading.parse_text(text, source="f.yaml", base_dir=Path("."))
+    doc.data["spec"]["bots"][0]["env"] = {"X": 2}  # a dict with no kept position
+    assert doc.origin is not None and doc.origin.locate(doc.data, ("spec", "bots", 0, "env")) is None
+    assert doc.locate(("spec", "bots", 0, "env")) == (4, 7)  # the tree's answer: the key env
+    assert doc.node is not None
