@@ -126,7 +126,9 @@ def _yaml(doc: dict) -> str:
 
 def load_and_validate(folder: Path) -> validating.ValidationResult:
     """The pipeline every verb runs (manifests.reading: discover, parse and validate with the
-    collector paused), so the figure is what `validate` costs past its start-up."""
+    collector paused), so the figure is what `validate` costs past its start-up. The desired
+    state's digest is made on first read (`validate -o json`, plan and apply read it), so it is
+    not in this figure."""
     result = reading.load_paths([str(folder)], recursive=True, fleet=None)
     if result.errors or result.state is None:
         raise SystemExit("benchmark fleet is invalid:\n" + "\n".join(d.render() for d in result.errors))

@@ -1,9 +1,12 @@
 """Loading: find manifest files, parse YAML safely, keep every value's file/line/column.
 
-Parsing uses ruamel.yaml's C composer when available (YAML 1.2 core schema), then our own small
-constructor, which rejects duplicate keys, bounds alias expansion and nesting depth, and keeps the
-node tree so any field path can be located later. Called by validation; touches only the
-manifest files it is given (and stdin for `-f -`).
+Parsing uses ruamel.yaml's C parser when available (YAML 1.2 core schema). The common document
+(no aliases, tags or merges, no problem) is built straight from the parser's events, keeping one
+position per list and map (_fast_documents); any other is composed into ruamel's node tree and
+built by our own small constructor, which rejects duplicate keys, bounds alias expansion and
+nesting depth, and reports every problem with its position. Any field path can be located later:
+from the kept positions, or from the node tree (composed again from the text when needed).
+Called by validation; touches only the manifest files it is given (and stdin for `-f -`).
 
 Every input is bounded (docs/manifest.md#limits): a file is checked to be a regular file of at most
 MAX_FILE_BYTES before it is read (a FIFO or a device is refused, never read), and each value while
@@ -51,7 +54,12 @@ _NAN = re.compile(r"^\.(nan|NaN|NAN)$")
 
 @dataclass
 class Document:
-    """One YAML document: its plain data and the node tree that locates any field in it."""
+    """One YAML document: its plain data and the node tree that locates any field in it.
+
+    A document read by the fast path (_fast_documents) has no node tree until `locate` needs one:
+    then its file's text is composed once more (`origin`), for all of that file's documents.
+    Locating is for diagnostics, which are rare; the tree is the larger part of a parsed document.
+    """
 
     source: str
     index: int
@@ -62,10 +70,62 @@ class Document:
     # Where its secret references resolve (from_file, from_command's folder), when not `base_dir`:
     # a document replayed from the apply history keeps its original folder (engine/history.py).
     secret_dir: Path | None = None
+    origin: _Origin | None = field(default=None, repr=False, compare=False)
 
     def locate(self, loc: Iterable[object]) -> tuple[int, int]:
         """1-based (line, column) of the deepest node on the path `loc`."""
-        return locate_node(self.node, tuple(loc), self._index)
+        loc = tuple(loc)
+        if self.node is None and self.origin is not None:
+            found = self.origin.locate(self.data, loc)
+            if found is not None:
+                return found
+            self.node = self.origin.node(self.index)
+        return locate_node(self.node, loc, self._index)
+
+
+class _Origin:
+    """What the fast path keeps of a file to locate fields without a node tree: the position of each
+    list and map it built, and the text, to compose the node trees if a path ends elsewhere."""
+
+    def __init__(self, text: str, positions: dict[int, int]) -> None:
+        self.text = text
+        # id(list or dict) -> where locate_node reports it: the key's position for a map's value,
+        # its own for a list's item or a document's top (line << 32 | column, both 0-based).
+        self.positions = positions
+        self.nodes: list[Any] | None = None
+
+    def locate(self, data: Any, loc: tuple[object, ...]) -> tuple[int, int] | None:
+        """What locate_node gives for `loc` in `data` (a document this origin built), when the path
+        goes through lists and maps only; None when it reaches a scalar (the tree knows where)."""
+        positions = self.positions
+        position = positions.get(id(data))
+        if position is None:
+            return None
+        node = data
+        for part in loc:
+            if node.__class__ is list:
+                if not isinstance(part, int) or not 0 <= part < len(node):
+                    break
+                node = node[part]
+            else:  # a dict: every collection with a position is a list or a dict
+                try:
+                    if part not in node:
+                        break
+                except TypeError:  # unhashable: the tree's key lookup says "not there" the same way
+                    return None
+                node = node[part]
+            if node.__class__ is not list and node.__class__ is not dict:
+                return None
+            position = positions.get(id(node))
+            if position is None:  # not one the fast path built (never, unless the data was changed)
+                return None
+        return (position >> 32) + 1, (position & 0xFFFFFFFF) + 1
+
+    def node(self, index: int) -> Any:
+        if self.nodes is None:
+            with gc_paused():
+                self.nodes = list(_compose_all(self.text))
+        return self.nodes[index]
 
 
 @dataclass(frozen=True)
@@ -244,6 +304,17 @@ def parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
 
 
 def _parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
+    fast = _fast_documents(text)
+    if fast is not None:
+        documents, positions = fast
+        origin = _Origin(text, positions)
+        return [Document(source, index, data, None, base_dir, origin=origin) for index, data in documents]
+    return _node_documents(text, source=source, base_dir=base_dir)
+
+
+def _node_documents(text: str, *, source: str, base_dir: Path) -> list[Document]:
+    """The reference path: compose each document's node tree, then construct its data from it.
+    Every problem (syntax, duplicate key, bounds, aliases, depth) is reported from here."""
     from ruamel.yaml.error import MarkedYAMLError
     from ruamel.yaml.reader import ReaderError
 
@@ -364,7 +435,7 @@ _DEFAULT_TAGS: tuple[Any, ...] = ()  # (scalar, sequence, mapping) Tag objects o
 _NODE_CLASSES: tuple[Any, ...] = ()  # (ScalarNode, SequenceNode, MappingNode)
 
 
-def _compose_all(text: str) -> Iterator[Any]:
+def _loader() -> Any:
     global _LOADER, _DEFAULT_TAGS, _NODE_CLASSES
     if _LOADER is None:
         from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
@@ -372,7 +443,11 @@ def _compose_all(text: str) -> Iterator[Any]:
         _LOADER = _parser_class()
         _DEFAULT_TAGS = (_LOADER.DEFAULT_SCALAR_TAG, _LOADER.DEFAULT_SEQUENCE_TAG, _LOADER.DEFAULT_MAPPING_TAG)
         _NODE_CLASSES = (ScalarNode, SequenceNode, MappingNode)
-    loader = _LOADER(text)
+    return _LOADER
+
+
+def _compose_all(text: str) -> Iterator[Any]:
+    loader = _loader()(text)
     try:
         while loader.check_node():
             yield loader.get_node()
@@ -380,6 +455,191 @@ def _compose_all(text: str) -> Iterator[Any]:
         dispose = getattr(loader, "dispose", None)
         if dispose:
             dispose()
+
+
+# --- the fast path: plain data straight from the parser's events -------------------------------
+
+
+class _Slow(Exception):
+    """The fast path met something it leaves to the node path (which also reports every problem)."""
+
+
+_EVENTS: Any = None  # (parser class, ScalarEvent, MappingStartEvent, SequenceStartEvent, ...)
+
+
+def _event_classes() -> Any:
+    """The C parser and the event classes it makes. The C parser builds each event through the
+    classes' Python __init__ chains (three levels, a default-argument check): subclasses that set
+    the very same slots directly, put in its module, make the parse of a 10,000-bot fleet some
+    15% faster. They are subclasses, so every other reader of ruamel's events sees what it did."""
+    global _EVENTS
+    if _EVENTS is not None:
+        return _EVENTS
+    from ruamel.yaml import events
+
+    parser = _loader()
+    try:
+        import _ruamel_yaml as clib
+    except ImportError:  # pragma: no cover - pure-Python fallback (no ruamel.yaml.clib)
+        clib = None
+
+    class ScalarEvent(events.ScalarEvent):
+        __slots__ = ()
+
+        def __init__(
+            self,
+            anchor: Any,
+            tag: Any,
+            implicit: Any,
+            value: Any,
+            start_mark: Any = None,
+            end_mark: Any = None,
+            style: Any = None,
+            comment: Any = None,
+        ) -> None:
+            self.anchor, self.ctag, self.implicit, self.value, self.style = anchor, tag, implicit, value, style
+            self.start_mark, self.end_mark, self.comment = start_mark, end_mark, comment
+
+    def start_init(
+        self: Any,
+        anchor: Any,
+        tag: Any,
+        implicit: Any,
+        start_mark: Any = None,
+        end_mark: Any = None,
+        flow_style: Any = None,
+        comment: Any = None,
+        nr_items: Any = None,
+    ) -> None:
+        self.anchor, self.ctag, self.implicit, self.flow_style, self.nr_items = anchor, tag, implicit, flow_style, nr_items
+        self.start_mark, self.end_mark, self.comment = start_mark, end_mark, comment
+
+    def end_init(self: Any, start_mark: Any = None, end_mark: Any = None, comment: Any = None) -> None:
+        self.start_mark, self.end_mark, self.comment = start_mark, end_mark, comment
+
+    def start(base: type) -> type:
+        return type(base.__name__, (base,), {"__slots__": (), "__init__": start_init, "__module__": __name__})
+
+    def end(base: type) -> type:
+        return type(base.__name__, (base,), {"__slots__": (), "__init__": end_init, "__module__": __name__})
+
+    light = {
+        "ScalarEvent": ScalarEvent,
+        "MappingStartEvent": start(events.MappingStartEvent),
+        "SequenceStartEvent": start(events.SequenceStartEvent),
+        "MappingEndEvent": end(events.MappingEndEvent),
+        "SequenceEndEvent": end(events.SequenceEndEvent),
+    }
+    if clib is not None and all(getattr(clib, name, None) is getattr(events, name) for name in light):
+        for name, cls in light.items():
+            setattr(clib, name, cls)
+    else:  # pragma: no cover - another clib: keep its classes
+        light = {name: getattr(clib or events, name) for name in light}
+    _EVENTS = (
+        parser,
+        light["ScalarEvent"],
+        light["MappingStartEvent"],
+        light["SequenceStartEvent"],
+        light["MappingEndEvent"],
+        light["SequenceEndEvent"],
+        events.DocumentStartEvent,
+        events.StreamEndEvent,
+        (events.DocumentEndEvent, events.StreamStartEvent),
+    )
+    return _EVENTS
+
+
+def _fast_documents(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]] | None:
+    """(index, data) of each non-empty document in `text`, built from the parser's events with no
+    node tree, and the positions of its lists and maps (_Origin); None when the text needs the
+    node path.
+
+    It takes the common case only, and gives exactly the data _node_documents gives: no aliases
+    or tags (so no alias budget to spend), no '<<' merge key.
+    Anything else it would have to judge (a syntax error, a duplicate or non-string key, a number
+    out of range, a value over its bound, nesting past MAX_DEPTH) sends the whole text to the node
+    path, which reports it as before: every diagnostic comes from one place.
+    """
+    try:
+        return _events_to_data(text)
+    except Exception:
+        return None
+
+
+def _events_to_data(text: str) -> tuple[list[tuple[int, Any]], dict[int, int]]:
+    parser_class, scalar, map_start, seq_start, map_end, seq_end, doc_start, stream_end, ignored = _event_classes()
+    get = parser_class(text).get_event
+    # An anchor without an alias changes nothing; an alias sends the text to the node path. So the
+    # alias budget (at least 20 values per character of the text) cannot run out here: every value
+    # takes a character of its own at least ('-', ':', ',', '?', '---' or itself).
+    # A tag starts with '!', a string over MAX_STRING needs a text as long: each check is made
+    # only when the text could need it.
+    tags = "!" in text
+    long = len(text) > MAX_STRING
+    max_depth, max_items = MAX_DEPTH, MAX_ITEMS
+    maybe_not_str = _MAYBE_NOT_STR
+    resolve = _resolve_plain
+    documents: list[tuple[int, Any]] = []
+    positions: dict[int, int] = {}
+    index = -1
+    stack: list[tuple[Any, Any]] = []  # (enclosing collection, this one's key in it) per open collection
+    current: Any = None  # the open list or dict (None: at the document's top)
+    want_key = _Slow  # marker: `key is want_key` means a mapping waits for its next key
+    key: Any = None  # the key the next value goes under (None: `current` is a list, or the top)
+    key_event: Any = None  # the event of that key
+    while True:
+        event = get()
+        kind = event.__class__
+        if kind is scalar:
+            value = event.value
+            if (tags and event.ctag is not None) or (long and len(value) > MAX_STRING):
+                raise _Slow
+            if key is want_key:
+                if (value == "<<" and not event.style) or value in current:
+                    raise _Slow  # a merge, or a duplicate key (an error)
+                key = value
+                key_event = event
+                continue
+            if not event.style and (not value or value[0] in maybe_not_str):
+                value = resolve(value)
+            if key is not None:
+                current[key] = value
+                key = want_key
+            elif current is not None:
+                current.append(value)
+            elif value is not None:
+                documents.append((index, value))
+        elif kind is map_start or kind is seq_start:
+            if key is want_key or len(stack) >= max_depth or (tags and event.ctag is not None):
+                raise _Slow  # a collection as a key, or nesting the node path refuses (or guards)
+            new: Any = {} if kind is map_start else []
+            if key is not None:
+                current[key] = new
+                mark = key_event.start_mark
+            else:
+                if current is not None:
+                    current.append(new)
+                mark = event.start_mark
+            positions[id(new)] = mark.line << 32 | mark.column
+            stack.append((current, key))
+            current = new
+            key = want_key if kind is map_start else None
+        elif kind is map_end or kind is seq_end:
+            if len(current) > max_items:
+                raise _Slow
+            done = current
+            current, key = stack.pop()
+            if key is not None:
+                key = want_key
+            elif current is None:
+                documents.append((index, done))
+        elif kind is doc_start:
+            index += 1
+        elif kind is stream_end:
+            break
+        elif kind not in ignored:
+            raise _Slow  # an alias
+    return documents, positions
 
 
 def _syntax_problem(exc: Any, text: str) -> _FileProblem:

@@ -1181,7 +1181,7 @@ def _build_state(g: Gathered, fleet: str, report: _Report) -> d.DesiredState:
         install_env=install_env,
         notifications=tuple(webhooks),
     )
-    return d.DesiredState(**{**state.__dict__, "digest": d.state_digest(state)})
+    return state  # its digest is computed on first read (DesiredState.digest)
 
 
 def _desired_bot(

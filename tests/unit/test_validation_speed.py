@@ -129,3 +129,27 @@ def test_defaults_merge_into_the_bot_model_copy_gives() -> None:
             elif name == "config":
                 update[name] = {**desired.flatten(default_value), **desired.flatten(own)}
         same_model(desired.merged_with_defaults(bot, defaults), bot.model_copy(update=update))
+
+
+def test_the_digest_is_made_on_first_read_and_is_the_state_digest() -> None:
+    """DesiredState.digest is computed when first read (validate's text output never reads it),
+    and is then what state_digest gives; a digest given to the constructor is kept as given."""
+    import dataclasses
+    from pathlib import Path
+
+    from controller.manifests import reading
+
+    repo = Path(__file__).resolve().parents[2]
+    state = reading.load_paths([str(repo / "examples" / "team")], recursive=True, fleet=None).state
+    assert state is not None
+    assert state.__dict__["_digest"] == ""  # not made yet
+    expected = desired.state_digest(state)
+    assert state.digest == expected and state.__dict__["_digest"] == expected
+    for host in ("office", "nowhere", None):
+        sliced = desired.for_host(state, host)
+        assert sliced.digest == desired.state_digest(sliced)
+    given = dataclasses.replace(state, digest="sha256:given")
+    assert given.digest == "sha256:given" and given == dataclasses.replace(given)
+    assert "digest" in {f.name for f in dataclasses.fields(state)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.digest = "sha256:other"  # type: ignore[misc]
