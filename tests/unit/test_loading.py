@@ -351,3 +351,22 @@ def test_one_bad_file_does_not_hide_the_good_ones(tmp_path: Path) -> None:
     documents, problems = loading.load_files([str(bad), str(good)])
     assert [d.source for d in documents] == [str(good)]
     assert [p.file for p in problems] == [str(bad)]
+
+
+def test_the_light_event_classes_go_into_ruamel_only_when_they_build_alike() -> None:
+    from ruamel.yaml import events
+
+    parser_module = pytest.importorskip("_ruamel_yaml")
+    loading._event_classes()
+    for name in ("ScalarEvent", "MappingStartEvent", "SequenceStartEvent", "MappingEndEvent", "SequenceEndEvent"):
+        light = getattr(parser_module, name)
+        assert issubclass(light, getattr(events, name)) and loading._builds_alike(light, getattr(events, name))
+
+    class Changed(events.ScalarEvent):  # a ruamel release whose events set their slots otherwise
+        __slots__ = ()
+
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            events.ScalarEvent.__init__(self, *args, **kwargs)  # type: ignore[arg-type]
+            self.style = "|"
+
+    assert not loading._builds_alike(Changed, events.ScalarEvent)
