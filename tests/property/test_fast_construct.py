@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.manifests import loading
+from tests.property.yaml_text import SETTINGS, VALUES
 
 REPO = Path(__file__).resolve().parents[2]
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def outcome(construct: Any, text: str) -> list[Any]:
@@ -119,15 +119,8 @@ def test_yaml_ish_text(text: str) -> None:
     assert_same(text)
 
 
-values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
-    max_leaves=30,
-)
-
-
 @SETTINGS
-@given(value=values)
+@given(value=VALUES)
 def test_structures_dumped_as_yaml(value: Any) -> None:
     import io
 
