@@ -202,19 +202,58 @@ def _files_in(folder: Path, recursive: bool, skip: Path | None = None) -> Iterat
 # --- reading and parsing ---------------------------------------------------------------------
 
 
-def load_files(files: list[str]) -> tuple[list[Document], list[Diagnostic]]:
-    """Parse every file; a file with a problem yields a diagnostic and no documents."""
+def load_files(files: list[str], *, fork: bool | None = None) -> tuple[list[Document], list[Diagnostic]]:
+    """Parse every file; a file with a problem yields a diagnostic and no documents.
+
+    A large many-file fleet has its last files parsed in a forked child meanwhile (parallel.py;
+    `fork` True forces one for tests, False forbids it). The documents and diagnostics are the same
+    either way, in the order of `files`.
+    """
+    from controller.manifests import parallel
+
+    child = parallel.start(files, fast_parse, force=bool(fork)) if fork is not False else None
     documents: list[Document] = []
     problems: list[Diagnostic] = []
-    for name in files:
-        source = STDIN if name == "-" else name
-        base_dir = Path.cwd() if name == "-" else Path(name).parent
-        try:
-            text = _read_text(name)
-            documents.extend(parse_text(text, source=source, base_dir=base_dir))
-        except _FileProblem as exc:
-            problems.append(Diagnostic("error", source, exc.line, exc.column, "", exc.message, exc.hint, exc.code))
+    try:
+        own = files if child is None else files[: len(files) - len(child.names)]
+        for name in own:
+            _load_one(name, documents, problems)
+        if child is not None:
+            parsed = child.results()
+            for name in child.names:
+                got = parsed.get(name)
+                if got is None:
+                    _load_one(name, documents, problems)
+                else:
+                    text, fast, positions = got
+                    documents.extend(_fast_to_documents(text, fast, positions, name, Path(name).parent))
+    finally:
+        if child is not None:
+            child.close()
     return documents, problems
+
+
+def _load_one(name: str, documents: list[Document], problems: list[Diagnostic]) -> None:
+    source = STDIN if name == "-" else name
+    base_dir = Path.cwd() if name == "-" else Path(name).parent
+    try:
+        text = _read_text(name)
+        documents.extend(parse_text(text, source=source, base_dir=base_dir))
+    except _FileProblem as exc:
+        problems.append(Diagnostic("error", source, exc.line, exc.column, "", exc.message, exc.hint, exc.code))
+
+
+def fast_parse(name: str) -> tuple[str, list[tuple[int, Any]], dict[int, int]] | None:
+    """The text of file `name`, its documents and positions by the fast path; None when reading or
+    the fast path fails (the caller then loads the file the usual way, which reports why)."""
+    if name == "-":
+        return None
+    try:
+        text = _read_text(name)
+    except _FileProblem:
+        return None
+    fast = _fast_documents(text)
+    return None if fast is None else (text, *fast)
 
 
 class _FileProblem(Exception):
@@ -306,10 +345,15 @@ def parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
 def _parse_text(text: str, *, source: str, base_dir: Path) -> list[Document]:
     fast = _fast_documents(text)
     if fast is not None:
-        documents, positions = fast
-        origin = _Origin(text, positions)
-        return [Document(source, index, data, None, base_dir, origin=origin) for index, data in documents]
+        return _fast_to_documents(text, *fast, source, base_dir)
     return _node_documents(text, source=source, base_dir=base_dir)
+
+
+def _fast_to_documents(
+    text: str, documents: list[tuple[int, Any]], positions: dict[int, int], source: str, base_dir: Path
+) -> list[Document]:
+    origin = _Origin(text, positions)
+    return [Document(source, index, data, None, base_dir, origin=origin) for index, data in documents]
 
 
 def _node_documents(text: str, *, source: str, base_dir: Path) -> list[Document]:

@@ -190,6 +190,7 @@ class FakeGateway:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._control: socket.socket | None = None
+        self._control_thread: threading.Thread | None = None
         self._api: ThreadingHTTPServer | None = None
         self.port = 0
 
@@ -242,13 +243,19 @@ class FakeGateway:
         os.chmod(path, 0o600)
         sock.listen(8)
         self._control = sock
-        threading.Thread(target=self._control_loop, args=(sock,), daemon=True).start()
+        self._control_thread = threading.Thread(target=self._control_loop, args=(sock,), daemon=True)
+        self._control_thread.start()
 
     def stop_control(self) -> None:
         if self._control is not None:
             with contextlib.suppress(OSError):
+                self._control.shutdown(socket.SHUT_RDWR)  # wakes the accept(); close() alone does not
+            with contextlib.suppress(OSError):
                 self._control.close()
             self._control = None
+        if self._control_thread is not None:
+            self._control_thread.join(timeout=5)
+            self._control_thread = None
             with contextlib.suppress(FileNotFoundError):
                 (self.home / "gateway.sock").unlink()
 
