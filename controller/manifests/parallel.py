@@ -14,12 +14,14 @@ time: its files are parsed here. The result is the same documents in the same or
 (tests/unit/test_parallel_parse.py).
 
 Fork is used only when this process has one thread (a fork of a threaded process can copy a lock
-another thread holds), two or more CPUs are ours to use, and the child's share is large enough to
-repay the fork and the pickling (MIN_SHARE_BYTES).
+another thread holds), two or more CPUs are ours to use (the affinity mask, and a container's CPU
+limit read from its cgroup), and the child's share is large enough to repay the fork and the
+pickling (MIN_SHARE_BYTES).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import select
@@ -117,11 +119,36 @@ def _can_fork() -> bool:
     if not hasattr(os, "fork") or not hasattr(os, "sched_getaffinity"):
         return False
     try:
-        if len(os.sched_getaffinity(0)) < 2:
+        if len(os.sched_getaffinity(0)) < 2 or cpu_quota() < 2:
             return False
         return len(os.listdir("/proc/self/task")) == 1  # this process's threads, Python's or not
     except OSError:
         return False
+
+
+def cpu_quota(cgroup_root: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> float:
+    """The CPUs this process's cgroup may use (a container's CPU limit; inf: no limit found). Two
+    processes under a limit of one CPU would only throttle each other."""
+    for _, controllers, path in (line.split(":", 2) for line in _read(own).splitlines() if line.count(":") >= 2):
+        folder = os.path.join(cgroup_root, path.lstrip("/"))
+        if controllers == "":  # cgroup v2: cpu.max is "<quota> <period>" or "max <period>"
+            quota, _, period = _read(os.path.join(folder, "cpu.max")).partition(" ")
+        elif "cpu" in controllers.split(","):  # cgroup v1: a quota of -1 is no limit
+            folder = os.path.join(cgroup_root, "cpu", path.lstrip("/"))
+            quota, period = _read(os.path.join(folder, "cpu.cfs_quota_us")), _read(os.path.join(folder, "cpu.cfs_period_us"))
+        else:
+            continue
+        if quota.strip().isdigit() and period.strip().isdigit() and int(period) > 0:
+            return int(quota) / int(period)
+    return math.inf
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(4096)
+    except OSError:
+        return ""
 
 
 def _share(files: list[str], minimum: int) -> list[str]:

@@ -256,3 +256,34 @@ def test_the_child_does_not_run_this_process_signal_handlers(tmp_path: Path, mon
         signal.signal(signal.SIGTERM, previous)
         if child is not None:
             child.close()
+
+
+@pytest.mark.parametrize(
+    ("own", "files", "cpus"),
+    [
+        ("0::/ci/job\n", {"ci/job/cpu.max": "50000 100000\n"}, 0.5),  # cgroup v2, half a CPU
+        ("0::/ci/job\n", {"ci/job/cpu.max": "max 100000\n"}, float("inf")),
+        ("0::/\n", {"cpu.max": "400000 100000\n"}, 4.0),
+        (
+            "4:memory:/x\n3:cpu,cpuacct:/ci\n",
+            {"cpu/ci/cpu.cfs_quota_us": "150000\n", "cpu/ci/cpu.cfs_period_us": "100000\n"},
+            1.5,
+        ),
+        ("3:cpu,cpuacct:/ci\n", {"cpu/ci/cpu.cfs_quota_us": "-1\n", "cpu/ci/cpu.cfs_period_us": "100000\n"}, float("inf")),
+        ("3:cpu:/ci\n", {}, float("inf")),  # no files to read: no limit found
+        ("0::/\n", {"cpu.max": "junk\n"}, float("inf")),
+        ("", {}, float("inf")),
+    ],
+)
+def test_a_container_cpu_limit_is_read_from_the_cgroup(tmp_path: Path, own: str, files: dict[str, str], cpus: float) -> None:
+    (tmp_path / "self-cgroup").write_text(own)
+    for name, text in files.items():
+        (tmp_path / "fs" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "fs" / name).write_text(text)
+    assert parallel.cpu_quota(str(tmp_path / "fs"), str(tmp_path / "self-cgroup")) == cpus
+
+
+def test_no_fork_under_a_limit_of_one_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = fleet(tmp_path / "fleet")
+    monkeypatch.setattr(parallel, "cpu_quota", lambda: 1.5)
+    assert parallel.start(files, loading.fast_parse, force=True) is None
