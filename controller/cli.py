@@ -324,6 +324,11 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (as apply --prune)")
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--once", action="store_true", help="one reconcile, then exit with apply's exit codes (cron use)")
+    p.add_argument(
+        "--no-rooms",
+        action="store_true",
+        help="leave rooms out: do not ask the gateway, change no room (for a host without a gateway)",
+    )
     p.add_argument("--log-format", choices=("text", "json"), default="text")
     p.add_argument(
         "--health-port", type=int, metavar="PORT", help="serve /healthz and /metrics on PORT (127.0.0.1 unless --health-bind)"

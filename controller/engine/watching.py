@@ -59,6 +59,7 @@ class Options:
     allow_history_rewrite: bool = False
     debounce_ms: int = 300
     health: bool = True  # check runtime health after each pass (metrics, alerts on transitions)
+    rooms: bool = True  # False: --no-rooms, rooms are left out (the gateway is not asked, no room changes)
 
 
 @dataclass
@@ -267,7 +268,7 @@ class Reconciler:
         self.next_run_at: float | None = None
         self.failures = 0
         self.fleet: str | None = options.fleet
-        self.plan_options = PlanOptions(prune=options.prune, yes=options.yes)
+        self.plan_options = PlanOptions(prune=options.prune, yes=options.yes, rooms=options.rooms)
         self.notifier: webhooks.Notifier | None = None  # set by the verb; fed after every pass
         self.webhooks: tuple[object, ...] | None = None  # the manifests' webhooks the notifier was configured for
         self.health: health_core.Health | None = None
@@ -400,6 +401,12 @@ class Reconciler:
             # A new revision whose pending changes are no hand edit (a secret file's new value) applies.
             pending_only = bool(drift) and revision_moved and not planned.plan.drifted
         if not must_apply and not pending_only:
+            unsettled = _unsettled(planned)  # a pass that could not check everything is not in sync
+            if unsettled is not None:
+                failed = len(planned.plan.errors)
+                return Run(
+                    now, trigger, unsettled, snap.revision, state.digest, failed=failed, drift=drift, message=_causes(planned)
+                )
             if drift:
                 self.log.event("drift_detected", objects=drift, hint="apply, or run watch with --self-heal")
                 return Run(
@@ -446,8 +453,6 @@ class Reconciler:
                 message="stopped between two objects on request; the next run finishes the job",
             )
         if failed:
-            causes = [f"{o.change.key}: {o.error}" for o in results.failed]
-            causes += [f"{c.key}: {c.reason}" for c in planned.plan.errors]
             return Run(
                 now,
                 trigger,
@@ -456,7 +461,7 @@ class Reconciler:
                 state.digest,
                 len(results.done),
                 failed,
-                message="; ".join(causes[:3]),
+                message=_causes(planned, [f"{o.change.key}: {o.error}" for o in results.failed]),
                 pruned=pruned,
             )
         result = "applied" if results.outcomes else "in-sync"
@@ -649,6 +654,23 @@ def _health_families(checked: health_core.Health, names: list[str], base: list[s
         "1 when the bot's model provider finds no credential.",
         [(b.bot, int(f"bot/{b.bot}" in missing)) for b in checked.bots],
     )
+
+
+def _unsettled(planned: reconciling.Planned) -> str | None:
+    """The result of a report-only pass whose plan holds what apply would refuse or fail on: an
+    object it could not check (a room while the gateway is unreachable: partial, retried) or a
+    conflict (another owner took a bot); None when the plan says what the home is."""
+    if planned.plan.errors:
+        return "partial"
+    if planned.plan.conflicts:
+        return "conflict"
+    return None
+
+
+def _causes(planned: reconciling.Planned, failed: list[str] | None = None) -> str:
+    """The first three reasons a pass did not settle, for the run's message."""
+    causes = [*(failed or []), *(f"{c.key}: {c.reason}" for c in [*planned.plan.errors, *planned.plan.conflicts])]
+    return "; ".join(causes[:3])
 
 
 def _changed_objects(planned: reconciling.Planned) -> list[str]:

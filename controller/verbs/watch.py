@@ -39,6 +39,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         host=args.host,
         lock_timeout=args.lock_timeout,
         allow_history_rewrite=args.allow_history_rewrite,
+        rooms=not args.no_rooms,
     )
     token = health_token(args)
     log = watching.Log(args.log_format)
@@ -65,6 +66,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             source=watching.source_label(source),
             mode="self-heal" if options.self_heal else "report",
             interval=options.interval,
+            rooms="on" if options.rooms else "off",
         )
         try:
             reconciler.loop()

@@ -7,6 +7,7 @@ Hermes home in a temporary folder. Nothing of the controller is mocked.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -519,3 +520,28 @@ def test_no_rooms_leaves_rooms_out_for_a_host_without_a_gateway(home: Path, mani
     data = plan_json(m, home, "--no-rooms")
     assert [o for o in data["objects"] if o["kind"] == "room"] == []
     assert plan(m, home, "--detailed-exitcode").code == 1
+
+
+def test_watch_converges_rooms_and_no_rooms_leaves_them_out(home: Path, manifests: Path, gateway: FakeGateway):
+    """The reconciler plans rooms like apply (the gateway found through the home's control socket);
+    on a machine without a gateway, `watch --no-rooms` converges the rest instead of ending every
+    pass partial."""
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    once = ("watch", "--once", "-f", m, "--home", home, "--log-format", "json")
+    run = hermes_fleet(*once)
+    assert run.code == 0, run.text
+    assert members(only_room(gateway)) == ["alice", "bob"]
+    assert json.loads(hermes_fleet(*once).out)["result"] == "in-sync"
+
+    gateway.stop()
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob", "carol"]}], bots=[*BOTS, {"name": "dave"}])
+    run = hermes_fleet(*once)
+    assert run.code == 1, run.text  # partial: the room is pending, the gateway unreachable
+    assert "gateway unreachable" in run.text
+    assert profile(home, "dave").is_dir()  # the rest converged
+    run = hermes_fleet(*once, "--no-rooms")
+    assert run.code == 0, run.text
+    assert [(e["event"], e["result"]) for e in map(json.loads, run.out.splitlines())] == [("reconciled", "in-sync")]
+    # Without the flag, a pass that only reports cannot check the room: partial, not in-sync.
+    run = hermes_fleet(*once)
+    assert run.code == 1 and json.loads(run.out)["result"] == "partial" and "room/Ops" in json.loads(run.out)["message"]

@@ -1,0 +1,45 @@
+"""What a report-only pass of the reconciler says when its plan holds what apply would refuse or
+fail on (controller/engine/watching.py: _unsettled). The rooms case runs end to end in
+tests/integration/test_rooms.py::test_watch_converges_rooms_and_no_rooms_leaves_them_out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from controller.core.types import Action, Kind, ObjectChange, Plan, Reason
+from controller.engine import watching
+
+
+def planned(*changes: ObjectChange) -> SimpleNamespace:
+    return SimpleNamespace(root=Path("."), plan=Plan("acme", "sha256:0", tuple(changes)))
+
+
+SETTLED = ObjectChange(Kind.BOT, "alpha", Action.NOOP, Reason.MANAGED)
+DRIFT = ObjectChange(Kind.BOT, "beta", Action.UPDATE, Reason.MANAGED, drift=True)
+UNREACHABLE = ObjectChange(Kind.ROOM, "Ops", Action.ERROR, Reason.MANAGED, "pending: gateway unreachable (no gateway is running)")
+TAKEN = ObjectChange(Kind.BOT, "gamma", Action.CONFLICT, Reason.FOREIGN_OWNER, "owned by fleet 'other'")
+
+
+@pytest.mark.parametrize(
+    ("changes", "result"),
+    [
+        ((SETTLED,), None),
+        ((SETTLED, DRIFT), None),  # drift is reported as drift
+        ((SETTLED, DRIFT, UNREACHABLE), "partial"),  # could not check the room: retried, never in-sync
+        ((SETTLED, TAKEN), "conflict"),  # apply would refuse
+        ((UNREACHABLE, TAKEN), "partial"),
+    ],
+)
+def test_a_pass_that_could_not_check_everything_is_not_in_sync(changes: tuple[ObjectChange, ...], result: str | None) -> None:
+    assert watching._unsettled(planned(*changes)) == result  # type: ignore[arg-type]
+
+
+def test_the_message_names_the_first_causes() -> None:
+    message = watching._causes(planned(SETTLED, UNREACHABLE, TAKEN), ["bot/delta: permission denied"])  # type: ignore[arg-type]
+    assert message == (
+        "bot/delta: permission denied; room/Ops: pending: gateway unreachable (no gateway is running); "
+        "bot/gamma: owned by fleet 'other'"
+    )
