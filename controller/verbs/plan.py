@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from controller.adapters.home import resolve_root
 from controller.core import insights as plan_insights
-from controller.core.types import Action, Plan
+from controller.core.types import Action, ObjectChange, Plan
 from controller.engine import history, reconciling
 from controller.engine.applying import ApplyResult
 from controller.engine.reconciling import Planned
@@ -163,8 +163,33 @@ def cmd_apply(args: argparse.Namespace) -> int:
     report_kept(results)
     if results.failed or plan.errors:
         if plan.errors and text_mode:
-            for change in plan.errors:
-                print(f"hermes-fleet: {change.key} not applied: {change.reason}", file=sys.stderr)
+            for line in not_applied(plan.errors):
+                print(line, file=sys.stderr)
         # An object that kept changing under the apply (a room edited meanwhile) is a conflict.
         return ExitCode.CONFLICT if any(o.conflict for o in results.failed) else ExitCode.FAILED
     return ExitCode.OK
+
+
+NOT_APPLIED_LINES = 20
+
+
+def not_applied(errors: list[ObjectChange], limit: int = NOT_APPLIED_LINES) -> list[str]:
+    """One stderr line per cause of the objects apply could not plan: objects that share a cause
+    (1,000 bots missing one environment variable) are one line naming the first few, and past
+    `limit` lines the rest is counted (each object is in the plan above, and in -o json)."""
+    by_reason: dict[str, list[str]] = {}
+    for change in errors:
+        by_reason.setdefault(change.reason, []).append(change.key)
+    lines = []
+    for reason, keys in by_reason.items():
+        if len(keys) == 1:
+            lines.append(f"hermes-fleet: {keys[0]} not applied: {reason}")
+            continue
+        more = f" and {len(keys) - 3:,} more" if len(keys) > 3 else ""
+        lines.append(f"hermes-fleet: {len(keys):,} objects not applied ({', '.join(keys[:3])}{more}): {reason}")
+    if len(lines) > limit:
+        rest = sum(len(keys) for keys in list(by_reason.values())[limit:])
+        lines[limit:] = [
+            f"hermes-fleet: {rest:,} more objects not applied, for other causes (each is in the plan above, and in -o json)"
+        ]
+    return lines

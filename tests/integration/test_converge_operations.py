@@ -56,6 +56,24 @@ def test_one_failing_bot_does_not_stop_the_others_and_the_next_apply_finishes(ho
     assert status["fleets"][0]["last_apply"]["result"] == "ok"
 
 
+def test_objects_that_share_a_cause_are_one_line_on_stderr(home: Path, manifests: Path) -> None:
+    """1,000 bots missing one environment variable are one line naming the cause, not 1,000 (each
+    is still in the plan on stdout, and in -o json)."""
+    missing = {"KEY": {"from_env": "HF_TEST_UNSET_GROUPED"}}
+    bots = [{"name": f"bot-{i}", "env": missing} for i in range(5)]
+    bots.append({"name": "odd", "env": {"KEY": {"from_env": "HF_TEST_UNSET_ALONE"}}})
+    run = apply(write_fleet(manifests, bots), home)
+    assert run.code == 1, run.text
+    lines = [line for line in run.err.splitlines() if "not applied" in line]
+    assert lines == [
+        "hermes-fleet: 5 objects not applied (bot/bot-0, bot/bot-1, bot/bot-2 and 2 more): env KEY: environment variable "
+        "HF_TEST_UNSET_GROUPED is not set on this machine; export it before running hermes-fleet (or use from_file)",
+        "hermes-fleet: bot/odd not applied: env KEY: environment variable HF_TEST_UNSET_ALONE is not set on this machine; "
+        "export it before running hermes-fleet (or use from_file)",
+    ]
+    assert all(f"bot/bot-{i}" in run.out for i in range(5))
+
+
 def test_apply_waits_for_the_lock_and_names_the_holder(home: Path, manifests: Path) -> None:
     manifest = write_fleet(manifests, [{"name": "bot", "title": "Bot"}])
     with subprocess.Popen(

@@ -314,3 +314,21 @@ def test_junit_counts_a_binary_file_as_a_failed_case(tmp_path: Path, capsys) -> 
     root = junit(out)
     assert code == 2
     assert (root.get("tests"), root.get("failures")) == ("2", "1")
+
+
+def test_not_applied_lines_are_capped_with_a_count_of_the_rest() -> None:
+    from controller.core.types import Action, Kind, ObjectChange, Reason
+    from controller.verbs.plan import not_applied
+
+    errors = [ObjectChange(Kind.ROOM, f"R{i}", Action.ERROR, Reason.MANAGED, f"waits for bot/b{i}") for i in range(25)]
+    errors += [ObjectChange(Kind.BOT, f"b{i}", Action.ERROR, Reason.MANAGED, "env KEY: unset") for i in range(4)]
+    lines = not_applied(errors, limit=3)
+    assert lines == [
+        "hermes-fleet: room/R0 not applied: waits for bot/b0",
+        "hermes-fleet: room/R1 not applied: waits for bot/b1",
+        "hermes-fleet: room/R2 not applied: waits for bot/b2",
+        "hermes-fleet: 26 more objects not applied, for other causes (each is in the plan above, and in -o json)",
+    ]
+    assert len(not_applied(errors)) == 21 and not_applied(errors)[-1].startswith(
+        "hermes-fleet: 9 more objects"
+    )  # R20-R24 and the 4 bots
