@@ -209,9 +209,11 @@ def load_files(files: list[str], *, fork: bool | None = None) -> tuple[list[Docu
     `fork` True forces one for tests, False forbids it). The documents and diagnostics are the same
     either way, in the order of `files`.
     """
-    from controller.manifests import parallel
+    child = None
+    if fork is not False and len(files) > 1:  # one file (the commonest run) needs no import
+        from controller.manifests import parallel
 
-    child = parallel.start(files, fast_parse, force=bool(fork)) if fork is not False else None
+        child = parallel.start(files, fast_parse, force=bool(fork))
     documents: list[Document] = []
     problems: list[Diagnostic] = []
     try:

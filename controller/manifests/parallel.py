@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 import select
-import signal
 import time
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -49,6 +47,8 @@ class Child:
 
     def results(self) -> dict[str, Parsed]:
         """What the child parsed, by file name (missing: parse that file here). Reaps the child."""
+        import pickle  # here, not at the top: most runs never fork (start-up, docs/performance.md)
+
         try:
             blob = self._read(time.monotonic() + self.deadline)
             if blob is None or not self._exited_cleanly():
@@ -85,6 +85,8 @@ class Child:
             os.close(self.fd)
             self.fd = -1
         if self.pid:
+            import signal
+
             try:
                 os.kill(self.pid, signal.SIGKILL)
                 os.waitpid(self.pid, 0)
@@ -173,6 +175,9 @@ def _share(files: list[str], minimum: int) -> list[str]:
 def _child(names: list[str], parse: Callable[[str], Parsed | None], fd: int) -> NoReturn:
     """Parse `names`, write the pickled answer to `fd`, and exit without running this process's
     exit handlers or flushing its buffers (they are the parent's)."""
+    import pickle
+    import signal
+
     code = 1
     try:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
