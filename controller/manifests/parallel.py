@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import select
+import stat
 import time
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -161,7 +162,7 @@ def _share(files: list[str], minimum: int) -> list[str]:
             st = os.stat(name) if name != "-" else None
         except OSError:
             st = None
-        sizes.append(st.st_size if st is not None and st.st_mode & 0o170000 == 0o100000 else -1)
+        sizes.append(st.st_size if st is not None and stat.S_ISREG(st.st_mode) else -1)
     total = sum(size for size in sizes if size > 0)
     taken, first = 0, len(files)
     while first > 1 and sizes[first - 1] >= 0 and taken + sizes[first - 1] <= CHILD_SHARE * total:
