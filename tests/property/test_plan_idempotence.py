@@ -3,6 +3,7 @@ and a second apply changes nothing."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,79 @@ def test_apply_then_plan_is_empty(bots: list[dict[str, Any]]) -> None:
         data = second.json()
         assert data["results"] == [], data["results"]
         assert data["summary"]["changes_pending"] is False
+
+
+ROUTINE = st.fixed_dictionaries(
+    {"name": st.sampled_from(["Digest", "Sweep", "Check"]), "schedule": st.sampled_from(["0 9 * * *", "every 2h"])},
+    optional={"prompt": SAFE_TEXT},
+)
+
+
+@st.composite
+def renames(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]]:
+    """A fleet, the same fleet with some bots renamed (`renamed_from`, other fields possibly
+    changed too), and new name -> old name."""
+    before = draw(fleets())
+    for bot in before:
+        if draw(st.booleans()):
+            bot["routines"] = draw(st.lists(ROUTINE, max_size=2, unique_by=lambda r: r["name"]))
+    after: list[dict[str, Any]] = []
+    moved: dict[str, str] = {}
+    for bot in before:
+        bot = dict(bot)
+        if draw(st.booleans()):
+            new = bot["name"].replace("x", "y")  # never another bot's name: those all end in x
+            moved[new] = bot["name"]
+            bot = {**bot, "name": new, "renamed_from": bot["name"]}
+            if draw(st.booleans()):
+                bot["description"] = draw(SAFE_TEXT)
+        after.append(bot)
+    assume(moved)
+    return before, after, moved
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=renames())
+def test_a_rename_moves_the_profile_and_converges(
+    case: tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, str]],
+) -> None:
+    """Whatever the bot holds, `renamed_from` moves its profile (what it learned with it) and its
+    routines' jobs (ids kept), and the plan afterwards is empty."""
+    before, after, moved = case
+    assume(_tags_are_unique(before) and _tags_are_unique(after))
+    with tempfile.TemporaryDirectory(prefix="hf-prop-") as scratch:
+        folder = Path(scratch)
+        sections = [{"name": s} for s in SECTIONS]
+        home = folder / "hermes"
+        first = apply(write_fleet(folder / "m1", before, sections=sections), home)
+        if first.code == 2:
+            assume(False)
+        assert first.code == 0, first.text
+        ids = {}
+        for old in moved.values():
+            (home / "profiles" / old / "memories").mkdir(exist_ok=True)
+            (home / "profiles" / old / "memories" / "MEMORY.md").write_text(f"learned by {old}\n")
+            ids[old] = _job_ids(home / "profiles" / old)
+        manifest = write_fleet(folder / "m2", after, sections=sections)
+        second = apply(manifest, home)
+        assert second.code == 0, f"{second.text}\nrenames: {moved}"
+        for new, old in moved.items():
+            assert not (home / "profiles" / old).exists()
+            assert (home / "profiles" / new / "memories" / "MEMORY.md").read_text() == f"learned by {old}\n"
+            assert _job_ids(home / "profiles" / new) == ids[old]
+            assert all(not name.startswith(f"[bot:{old}]") for name in _job_names(home / "profiles" / new))
+        again = plan(manifest, home, "--detailed-exitcode")
+        assert again.code == 0, f"plan after the rename is not empty:\n{again.text}\nrenames: {moved}"
+
+
+def _jobs(profile: Path) -> list[dict[str, Any]]:
+    jobs = profile / "cron" / "jobs.json"
+    return json.loads(jobs.read_text())["jobs"] if jobs.exists() else []
+
+
+def _job_ids(profile: Path) -> list[str]:
+    return sorted(j["id"] for j in _jobs(profile))
+
+
+def _job_names(profile: Path) -> list[str]:
+    return [j["name"] for j in _jobs(profile)]
