@@ -48,6 +48,7 @@ GOAL_10K_S = 60.0
 GOAL_10K_MB = 400.0
 GOAL_PLAN_LIST = 0.5  # no-op plan of 1,000 bots / one `hermes profile list`, at most
 GOAL_STARTUP = 50.0  # shell loop / apply, 10 bots x 2 routines, at least
+GOAL_RACE_BOTS = 10  # the size the start-up goal is set for
 
 
 def scale_yaml(n: int, routines: int = 3) -> str:
@@ -172,7 +173,7 @@ def main() -> int:
             list_s = profile_list(binary, home, work) if binary else math.nan
             rows.append((n, apply_s, apply_mb, plan_s, plan_mb, list_s))
             shutil.rmtree(home, ignore_errors=True)
-        race_bots = args.race or (3 if args.quick else 10)
+        race_bots = args.race or (3 if args.quick else GOAL_RACE_BOTS)
         loop_s = apply10 = math.nan
         if binary:
             os.sync()  # each side of the race starts on a clean page cache
@@ -221,7 +222,10 @@ def report_race(binary: Path | None, race_bots: int, loop_s: float, apply_s: flo
     if binary:
         ratio = loop_s / apply_s
         label = f"shell loop / apply, {race_bots} bots x 2 routines"
-        print(f"{label:<52} {ratio:10.2f} {'>= ' + str(int(GOAL_STARTUP)):>10}  {verdict(ratio >= GOAL_STARTUP)}", end="")
+        if race_bots == GOAL_RACE_BOTS:
+            print(f"{label:<52} {ratio:10.2f} {'>= ' + str(int(GOAL_STARTUP)):>10}  {verdict(ratio >= GOAL_STARTUP)}", end="")
+        else:  # fewer bots leave start-up a larger share of apply: the goal is not judged here
+            print(f"{label:<52} {ratio:10.2f} {'-':>10}  (the goal is for {GOAL_RACE_BOTS} bots)", end="")
         print(f"   (loop {loop_s:.2f} s, apply {apply_s:.3f} s)")
     else:
         print("no Hermes CLI (HERMES_FLEET_HERMES_BIN): list ratios and the shell loop not measured")
