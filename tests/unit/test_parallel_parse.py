@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,43 +128,42 @@ def test_a_forked_parse_gives_the_documents_positions_and_problems_one_process_g
     assert_reaped(pid)
 
 
-def test_the_child_share_is_parsed_here_when_the_child_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    files = fleet(tmp_path / "fleet")
-    alone = outcome(files, fork=False)
+def in_child(monkeypatch: pytest.MonkeyPatch, act: Callable[[], object]) -> None:
+    """loading.fast_parse does `act` first when it runs in a forked child; this process parses as usual."""
     parent = os.getpid()
     real = loading.fast_parse
 
-    def dying(name: str) -> Any:
+    def parse(name: str) -> Any:
         if os.getpid() != parent:
-            os._exit(3)
+            act()
         return real(name)
 
-    monkeypatch.setattr(loading, "fast_parse", dying)
+    monkeypatch.setattr(loading, "fast_parse", parse)
+
+
+def assert_parsed_here(files: list[str], alone: tuple[list[Any], list[Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """One child was made, came to nothing, was reaped, and the load is the one-process load."""
     started = spy(monkeypatch)
     assert outcome(files, fork=True) == alone
     assert len(started) == 1
     assert_reaped(started[0][1])
+
+
+def test_the_child_share_is_parsed_here_when_the_child_dies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = fleet(tmp_path / "fleet")
+    alone = outcome(files, fork=False)
+    in_child(monkeypatch, lambda: os._exit(3))
+    assert_parsed_here(files, alone, monkeypatch)
 
 
 def test_a_child_that_hangs_is_ended_and_its_share_parsed_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = fleet(tmp_path / "fleet")
     alone = outcome(files, fork=False)
-    parent = os.getpid()
-    real = loading.fast_parse
-
-    def hanging(name: str) -> Any:
-        if os.getpid() != parent:
-            time.sleep(600)
-        return real(name)
-
-    monkeypatch.setattr(loading, "fast_parse", hanging)
+    in_child(monkeypatch, lambda: time.sleep(600))
     monkeypatch.setattr(parallel, "DEADLINE_SECONDS", 0.5)
-    started = spy(monkeypatch)
     began = time.monotonic()
-    assert outcome(files, fork=True) == alone
+    assert_parsed_here(files, alone, monkeypatch)
     assert time.monotonic() - began < 60
-    assert len(started) == 1
-    assert_reaped(started[0][1])
 
 
 def test_an_answer_that_cannot_be_pickled_costs_only_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,16 +224,7 @@ def test_the_child_does_not_run_this_process_signal_handlers(tmp_path: Path, mon
     just ends."""
     files = fleet(tmp_path / "fleet")
     ready, handled = tmp_path / "ready", tmp_path / "handled"
-    parent = os.getpid()
-    real = loading.fast_parse
-
-    def hanging(name: str) -> Any:
-        if os.getpid() != parent:
-            ready.touch()
-            time.sleep(600)
-        return real(name)
-
-    monkeypatch.setattr(loading, "fast_parse", hanging)
+    in_child(monkeypatch, lambda: (ready.touch(), time.sleep(600)))
     previous = signal.signal(signal.SIGTERM, lambda *_: handled.write_text(str(os.getpid())))
     child = parallel.start(files, loading.fast_parse, force=True)
     try:
