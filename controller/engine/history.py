@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,9 +199,14 @@ def pick_fleet(root: Path, fleet: str | None) -> str:
     raise UsageError(f"several fleets have a history in {root}: {', '.join(found)}", hint="pick one with --fleet NAME")
 
 
-def entries(root: Path, fleet: str) -> list[dict[str, Any]]:
+def entries(root: Path, fleet: str, shrink: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Every kept entry, oldest first; one that cannot be read is `{seq, unreadable: why}` (the
-    others stay usable; `rollback` never picks it)."""
+    others stay usable; `rollback` never picks it).
+
+    `shrink` turns each entry into what the caller keeps of it as soon as it is read: an entry
+    holds the manifests it converged to (10,000 bots: 7.5 MB of JSON, some 100 MB as dicts), so a
+    list of fifty whole entries would not fit in memory.
+    """
     out: list[dict[str, Any]] = []
     for seq in store.sequence_numbers(root, fleet):
         try:
@@ -210,8 +215,15 @@ def entries(root: Path, fleet: str) -> list[dict[str, Any]]:
             out.append({"seq": seq, "unreadable": str(exc)})
             continue
         if entry is not None:
-            out.append(entry)
+            out.append(shrink(entry) if shrink is not None else entry)
+        entry = None  # shrunk: its manifests are freed before the next entry is read
     return out
+
+
+def without_documents(entry: dict[str, Any]) -> dict[str, Any]:
+    """An entry less its manifests (`entries(shrink=...)` for callers that read only its record)."""
+    desired = {k: v for k, v in (entry.get("desired") or {}).items() if k != "documents"}
+    return {**entry, "desired": desired}
 
 
 def entry(root: Path, fleet: str, seq: int) -> dict[str, Any]:

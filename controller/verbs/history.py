@@ -37,9 +37,9 @@ def cmd_history(args: argparse.Namespace) -> int:
         else:
             reporting.write(show_text(found))
         return ExitCode.OK
-    entries = history.entries(root, fleet)
+    entries = history.entries(root, fleet, shrink=_brief)
     if args.output == "json":
-        _json(args, "history", home=str(root), fleet=fleet, entries=[_brief(e) for e in entries])
+        _json(args, "history", home=str(root), fleet=fleet, entries=entries)
         return ExitCode.OK
     reporting.write(list_text(fleet, entries))
     for e in entries:
@@ -179,7 +179,10 @@ def _unresolved(planned: Planned, seq: int) -> None:
 def cmd_rollback(args: argparse.Namespace) -> int:
     root, fleet = _fleet(args)
     common.check_host(args.host)
-    target = history.entry(root, fleet, args.to) if args.to is not None else history.rollback_target(history.entries(root, fleet))
+    wanted = args.to  # else chosen by each entry's record; only the chosen entry is read whole
+    if wanted is None:
+        wanted = int(history.rollback_target(history.entries(root, fleet, shrink=history.without_documents))["seq"])
+    target = history.entry(root, fleet, wanted)
     seq = int(target["seq"])
     text_mode = args.output != "json"
     with history.replay(target) as (result, snap):

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from controller.adapters import history as store
 from tests.hermes_support import INSTALL_HINT, HermesCLI, hermes_bin
 from tests.integration.conftest import SECRET_OR
 from tests.integration.helpers import (
@@ -440,6 +441,44 @@ def test_a_damaged_entry_does_not_hide_the_others(two_applies: tuple[Path, Path,
     # The default target skips it: nothing readable before 3 differs from A, so it says so.
     run = hermes_fleet("rollback", "--home", home)
     assert run.code == 2 and "--to N" in run.err, run.text
+
+
+def test_history_and_rollback_hold_one_entry_s_manifests_at_a_time(
+    two_applies: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry holds the manifests it converged to (10,000 bots: 7.5 MB of JSON): listing fifty
+    entries, or choosing rollback's target among them, must not hold them all."""
+    home, _, _ = two_applies
+    assert apply(fleet_a(home.parent / "a2"), home).code == 0  # entry 3: A again
+    whole: set[int] = set()  # entries whose manifests are still held
+
+    class Manifests(list):  # type: ignore[type-arg]
+        def __init__(self, items: list[Any], seq: int) -> None:
+            super().__init__(items)
+            self.seq = seq
+            whole.add(seq)
+
+        def __del__(self) -> None:
+            whole.discard(self.seq)
+
+    real = store.read
+    held_at_read: list[set[int]] = []
+
+    def read(root: Path, fleet: str, seq: int) -> dict[str, Any] | None:
+        held_at_read.append(set(whole))
+        entry = real(root, fleet, seq)
+        if entry is not None:
+            entry["desired"]["documents"] = Manifests(entry["desired"]["documents"], seq)
+        return entry
+
+    monkeypatch.setattr(store, "read", read)
+    assert hermes_fleet("history", "--home", home).code == 0
+    assert hermes_fleet("history", "--home", home, "-o", "json").code == 0
+    run = hermes_fleet("rollback", "--home", home, "--dry-run")
+    assert run.code in (0, 2), run.text  # the plan back to entry 2 (B), not applied
+    assert "entry 2" in run.out, run.text
+    assert len(held_at_read) == 3 + 3 + 4  # history twice, rollback: three records, then its target whole
+    assert all(not held for held in held_at_read), held_at_read
 
 
 def test_apply_json_names_its_history_entry_and_kept_copies(home: Path, tmp_path: Path) -> None:
