@@ -204,8 +204,8 @@ def entries(root: Path, fleet: str, shrink: Callable[[dict[str, Any]], dict[str,
     others stay usable; `rollback` never picks it).
 
     `shrink` turns each entry into what the caller keeps of it as soon as it is read: an entry
-    holds the manifests it converged to (10,000 bots: 7.5 MB of JSON, some 100 MB as dicts), so a
-    list of fifty whole entries would not fit in memory.
+    holds the manifests it converged to (10,000 bots: 7.5 MB of JSON, about 15 MB once read), so
+    fifty whole entries held at once cost about 0.8 GB.
     """
     out: list[dict[str, Any]] = []
     for seq in store.sequence_numbers(root, fleet):
