@@ -216,7 +216,7 @@ def entries(root: Path, fleet: str, shrink: Callable[[dict[str, Any]], dict[str,
             continue
         if entry is not None:
             out.append(shrink(entry) if shrink is not None else entry)
-        entry = None  # shrunk: its manifests are freed before the next entry is read
+        entry = None  # with `shrink`, the whole entry is freed before the next one is read
     return out
 
 
