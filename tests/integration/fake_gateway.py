@@ -253,11 +253,11 @@ class FakeGateway:
             with contextlib.suppress(OSError):
                 self._control.close()
             self._control = None
+            with contextlib.suppress(FileNotFoundError):
+                (self.home / "gateway.sock").unlink()
         if self._control_thread is not None:
             self._control_thread.join(timeout=5)
             self._control_thread = None
-            with contextlib.suppress(FileNotFoundError):
-                (self.home / "gateway.sock").unlink()
 
     def _control_loop(self, sock: socket.socket) -> None:
         while True:
