@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from controller.adapters import cronstore, runtime
+from controller.adapters import runtime
 from controller.adapters.home import profile_dir
 from controller.core import health
 from controller.core.inventory import Inventory, routine_parts, split_key
@@ -21,8 +21,17 @@ from controller.errors import ControllerError
 from controller.hermes import DEFAULT_PROFILE
 
 
-def check(root: Path, fleet: str, *, now: float | None = None, inventory: Inventory | None = None) -> health.Health:
+def check(
+    root: Path,
+    fleet: str,
+    *,
+    now: float | None = None,
+    inventory: Inventory | None = None,
+    reads: observing.HomeReads | None = None,
+) -> health.Health:
+    """The runtime health of a fleet's bots; `reads`: what the caller read of the home already."""
     inventory = inventory or records.load(root, fleet)
+    reads = reads or observing.HomeReads(root)
     routines: dict[str, list[tuple[str, str]]] = {}
     for key in inventory.keys_of("routine"):
         name = split_key(key)[1]
@@ -30,7 +39,7 @@ def check(root: Path, fleet: str, *, now: float | None = None, inventory: Invent
     root_gateway = runtime.gateway(root)
     root_stored = runtime.credential_stores(root)
     bots = [
-        bot_runtime(root, name, routines.get(name, []), root_gateway, root_stored)
+        bot_runtime(root, name, routines.get(name, []), root_gateway, root_stored, reads)
         for name in sorted(set(inventory.owned_bots()) | set(routines))
     ]
     return health.evaluate(bots, time.time() if now is None else now)
@@ -42,17 +51,17 @@ def bot_runtime(
     owned: list[tuple[str, str]],
     root_gateway: runtime.GatewayProcess,
     root_stored: frozenset[str],
+    reads: observing.HomeReads | None = None,
 ) -> health.BotRuntime:
     folder = profile_dir(root, name)
-    errors: list[str] = []
-    live = observing.observe_profile(root, name, with_bot_chat=False)
-    errors += live.errors
-    provider = live.config_value("model.provider")[1] if live.config is not None else None
-    env_keys = frozenset(k for k, v in (live.env or {}).items() if str(v).strip())
+    reads = reads or observing.HomeReads(root)
+    facts = reads.facts(name)
+    errors = list(facts.errors)
+    provider, env_keys = facts.provider, facts.env_keys
     stored = runtime.credential_stores(folder) | (root_stored if name != DEFAULT_PROFILE else frozenset())
     jobs: list[dict[str, object]] = []
     try:
-        jobs = cronstore.read_jobs(folder) or []
+        jobs = list(reads.jobs(name))
     except ControllerError as exc:
         errors.append(str(exc))
     by_id = {str(j.get("id")): j for j in jobs}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
@@ -187,6 +188,58 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
         bot_chat=bot_chat,
         errors=tuple(errors),
     )
+
+
+class HomeReads:
+    """What a verb that looks at every object of a home reads of each profile, once: `status`
+    observes a bot for its drift and again for its runtime health, and reads a bot's cron store
+    for each of its routines and again for its health (10,000 bots: 20,000 observations and
+    40,000 reads of `jobs.json` before). Keeps each bot's cron jobs and the few facts health needs,
+    never a whole observed profile (they would add up to the size of a plan)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._facts: dict[str, RuntimeFacts] = {}
+        self._jobs: dict[str, list[dict[str, Any]] | ControllerError] = {}
+
+    def profile(self, name: str, *, with_bot_chat: bool) -> LiveProfile:
+        """observe_profile, noting the facts `health` reads of it."""
+        live = observe_profile(self.root, name, with_bot_chat=with_bot_chat)
+        self._facts[name] = RuntimeFacts.of(live)
+        return live
+
+    def facts(self, name: str) -> RuntimeFacts:
+        if name not in self._facts:
+            self.profile(name, with_bot_chat=False)
+        return self._facts[name]
+
+    def jobs(self, name: str) -> list[dict[str, Any]]:
+        """The jobs of profile `name`'s cron store ([] when it has none); the ControllerError of a
+        store that cannot be read, each time it is asked for."""
+        if name not in self._jobs:
+            try:
+                self._jobs[name] = cronstore.read_jobs(home.profile_dir(self.root, name)) or []
+            except ControllerError as exc:
+                self._jobs[name] = exc
+        got = self._jobs[name]
+        if isinstance(got, ControllerError):
+            raise got
+        return got
+
+
+@dataclass(frozen=True)
+class RuntimeFacts:
+    """What the runtime health check reads of an observed profile."""
+
+    errors: tuple[str, ...]
+    provider: Any  # config.yaml's model.provider (None when unset or no config)
+    env_keys: frozenset[str]  # the .env keys with a non-empty value
+
+    @classmethod
+    def of(cls, live: LiveProfile) -> RuntimeFacts:
+        provider = live.config_value("model.provider")[1] if live.config is not None else None
+        env_keys = frozenset(k for k, v in (live.env or {}).items() if str(v).strip())
+        return cls(tuple(live.errors), provider, env_keys)
 
 
 def _shared_config(config: configfile.ConfigDoc, pool: sharing.Sharer) -> dict[str, Any]:

@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import cronstore
 from controller.adapters import inventory as inventory_file
-from controller.adapters.home import profile_dir, resolve_root
+from controller.adapters.home import resolve_root
 from controller.core import drift, rooms
 from controller.core.inventory import Inventory, routine_parts, split_key
 from controller.core.types import GatewayView
@@ -63,6 +62,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse.Namespace | None = None) -> dict[str, Any]:
     inventory = records.load(root, fleet)
+    reads = observing.HomeReads(root)  # each profile observed, each cron store read, once
     objects = []
     view: GatewayView | None = None
     if inventory.keys_of("room"):  # one read-only look at the gateway, shared by every fleet of the home
@@ -72,7 +72,7 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
         objects.append(
             {
                 "object": key,
-                "drifted_fields": object_drift(root, inventory, key, view),
+                "drifted_fields": object_drift(root, inventory, key, view, reads),
                 "updated_at": inventory.objects[key].get("updated_at"),
             }
         )
@@ -87,7 +87,7 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
     }
     if planned is not None and planned.state.fleet == fleet:
         report["pending"] = {"changes_pending": planned.plan.has_changes, **planned.plan.counts()}
-    report["health"] = health.check(root, fleet, inventory=inventory).to_json()
+    report["health"] = health.check(root, fleet, inventory=inventory, reads=reads).to_json()
     return report
 
 
@@ -101,8 +101,11 @@ def _rooms_view(root: Path, args: argparse.Namespace | None) -> GatewayView:
     return view
 
 
-def object_drift(root: Path, inventory: Inventory, key: str, view: GatewayView | None) -> list[str] | str:
+def object_drift(
+    root: Path, inventory: Inventory, key: str, view: GatewayView | None, reads: observing.HomeReads | None = None
+) -> list[str] | str:
     """The drifted fields of one owned object (core.drift, as `plan` uses it), or why they are unknown."""
+    reads = reads or observing.HomeReads(root)
     kind, name = split_key(key)
     entry = inventory.objects.get(key, {})
     applied = entry.get("applied", {})
@@ -116,7 +119,7 @@ def object_drift(root: Path, inventory: Inventory, key: str, view: GatewayView |
     if kind == "routine":
         bot = routine_parts(name)[0]
         try:
-            jobs = cronstore.read_jobs(profile_dir(root, bot)) or []
+            jobs = reads.jobs(bot)
         except ControllerError as exc:
             return f"unreadable: {exc}"
         job = next((j for j in jobs if str(j.get("id")) == str(entry.get("job_id"))), None)
@@ -125,7 +128,7 @@ def object_drift(root: Path, inventory: Inventory, key: str, view: GatewayView |
         return drift.routine_drift(applied, job)
     profile = name if kind == "bot" else DEFAULT_PROFILE
     try:
-        live = observing.observe_profile(root, profile, with_bot_chat="botchat" in applied)
+        live = reads.profile(profile, with_bot_chat="botchat" in applied)
     except ControllerError as exc:  # e.g. a profile folder that became a symlink: reported, not a crash
         return f"unreadable: {exc}"
     if not live.exists and profile != DEFAULT_PROFILE:

@@ -9,7 +9,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from controller.adapters import envfile, locking
+import pytest
+
+from controller.adapters import cronstore, envfile, locking
+from controller.engine import observing
 from tests.integration.conftest import SECRET_PEER
 from tests.integration.helpers import (
     apply,
@@ -166,6 +169,33 @@ def test_status_shows_managed_objects_last_apply_and_drift(home: Path, manifests
 
     with_manifest = hermes_fleet("status", "--home", home, "-f", manifest, "-o", "json").json()
     assert with_manifest["fleets"][0]["pending"]["changes_pending"] is True
+
+
+def test_status_reads_each_profile_and_cron_store_once(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """status checks every bot for drift and for runtime health, and every routine against its
+    bot's cron store: one observation and one read of `jobs.json` per profile (10,000 bots: 19.7 s
+    with two and four, 11.6 s now), and what it finds is the same (a store that cannot be read is
+    reported for each routine and in the health)."""
+    routines = [{"name": n, "schedule": "0 9 * * *", "prompt": "Go"} for n in ("Digest", "Sweep")]
+    bots = [{"name": n, "title": n.title(), "routines": routines} for n in ("alpha", "beta", "gamma")]
+    assert apply(write_fleet(manifests, bots), home).code == 0
+    observed: list[str] = []
+    stores: list[str] = []
+    real_observe, real_jobs = observing.observe_profile, cronstore.read_jobs
+    monkeypatch.setattr(
+        observing, "observe_profile", lambda root, name, **kw: observed.append(name) or real_observe(root, name, **kw)
+    )
+    monkeypatch.setattr(cronstore, "read_jobs", lambda folder: stores.append(Path(folder).name) or real_jobs(folder))
+    data = hermes_fleet("status", "--home", home, "-o", "json").json()
+    assert sorted(observed) == ["alpha", "beta", "gamma"] and sorted(stores) == ["alpha", "beta", "gamma"]
+    assert data["fleets"][0]["drifted"] == 0 and data["fleets"][0]["unknown"] == 0
+
+    (profile(home, "beta") / "cron" / "jobs.json").write_text("{not json")
+    data = hermes_fleet("status", "--home", home, "-o", "json").json()
+    broken = {o["object"]: o["drifted_fields"] for o in data["fleets"][0]["objects"] if o["object"].startswith("routine/beta")}
+    assert len(broken) == 2 and all(str(v).startswith("unreadable:") for v in broken.values()), broken
+    beta = next(b for b in data["fleets"][0]["health"]["bots"] if b["bot"] == "beta")
+    assert any("jobs.json" in error for error in beta["errors"]), beta
 
 
 def test_install_wide_settings_land_in_the_root_config(home: Path, manifests: Path) -> None:
