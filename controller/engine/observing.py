@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
@@ -169,8 +169,7 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
     meta = _read(errors, path, lambda: profilemeta.ProfileMeta.load(path / "profile.yaml"))
     soul = _read_soul(errors, path)
     avatar, avatar_files = _read_avatar(errors, path)
-    bot_chat = with_bot_chat and _read(errors, path, lambda: sessions.find_bot_chat(path)) is not None
-    return LiveProfile(
+    live = LiveProfile(
         name=name,
         path=path,
         exists=True,
@@ -185,9 +184,16 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
         soul=soul,
         avatar=avatar,
         avatar_files=avatar_files,
-        bot_chat=bot_chat,
         errors=tuple(errors),
     )
+    return _with_bot_chat(live) if with_bot_chat else live
+
+
+def _with_bot_chat(live: LiveProfile) -> LiveProfile:
+    """`live` with its Bot Chat looked up (a read error of `state.db` comes last in `errors`)."""
+    errors = list(live.errors)
+    found = _read(errors, live.path, lambda: sessions.find_bot_chat(live.path)) is not None
+    return replace(live, bot_chat=found, errors=tuple(errors))
 
 
 class HomeReads:
@@ -203,10 +209,11 @@ class HomeReads:
         self._jobs: dict[str, list[dict[str, Any]] | ControllerError] = {}
 
     def profile(self, name: str, *, with_bot_chat: bool) -> LiveProfile:
-        """observe_profile, noting the facts `health` reads of it."""
-        live = observe_profile(self.root, name, with_bot_chat=with_bot_chat)
+        """observe_profile, noting the facts `health` reads of it (health looks at no Bot Chat, so
+        they are taken before it is looked up: its read error is not health's)."""
+        live = observe_profile(self.root, name, with_bot_chat=False)
         self._facts[name] = RuntimeFacts.of(live)
-        return live
+        return _with_bot_chat(live) if with_bot_chat and live.exists else live
 
     def facts(self, name: str) -> RuntimeFacts:
         if name not in self._facts:

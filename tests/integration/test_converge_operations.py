@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from controller.adapters import cronstore, envfile, locking
-from controller.engine import observing
+from controller.engine import health, observing
 from tests.integration.conftest import SECRET_PEER
 from tests.integration.helpers import (
     apply,
@@ -196,6 +196,12 @@ def test_status_reads_each_profile_and_cron_store_once(home: Path, manifests: Pa
     assert len(broken) == 2 and all(str(v).startswith("unreadable:") for v in broken.values()), broken
     beta = next(b for b in data["fleets"][0]["health"]["bots"] if b["bot"] == "beta")
     assert any("jobs.json" in error for error in beta["errors"]), beta
+
+    # The drift check looks up the Bot Chat, the health check does not: a state.db that cannot be
+    # read is the drift's problem, and the health status reports is the one watch computes alone.
+    (profile(home, "gamma") / "state.db").write_bytes(b"not a database" * 100)
+    data = hermes_fleet("status", "--home", home, "-o", "json").json()
+    assert data["fleets"][0]["health"] == health.check(home, "acme").to_json()
 
 
 def test_install_wide_settings_land_in_the_root_config(home: Path, manifests: Path) -> None:
