@@ -51,10 +51,9 @@ def bot_runtime(
     owned: list[tuple[str, str]],
     root_gateway: runtime.GatewayProcess,
     root_stored: frozenset[str],
-    reads: observing.HomeReads | None = None,
+    reads: observing.HomeReads,
 ) -> health.BotRuntime:
     folder = profile_dir(root, name)
-    reads = reads or observing.HomeReads(root)
     facts = reads.facts(name)
     errors = list(facts.errors)
     provider, env_keys = facts.provider, facts.env_keys

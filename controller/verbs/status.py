@@ -72,7 +72,7 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
         objects.append(
             {
                 "object": key,
-                "drifted_fields": object_drift(root, inventory, key, view, reads),
+                "drifted_fields": object_drift(inventory, key, view, reads),
                 "updated_at": inventory.objects[key].get("updated_at"),
             }
         )
@@ -101,11 +101,8 @@ def _rooms_view(root: Path, args: argparse.Namespace | None) -> GatewayView:
     return view
 
 
-def object_drift(
-    root: Path, inventory: Inventory, key: str, view: GatewayView | None, reads: observing.HomeReads | None = None
-) -> list[str] | str:
+def object_drift(inventory: Inventory, key: str, view: GatewayView | None, reads: observing.HomeReads) -> list[str] | str:
     """The drifted fields of one owned object (core.drift, as `plan` uses it), or why they are unknown."""
-    reads = reads or observing.HomeReads(root)
     kind, name = split_key(key)
     entry = inventory.objects.get(key, {})
     applied = entry.get("applied", {})
