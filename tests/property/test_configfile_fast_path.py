@@ -64,11 +64,13 @@ def _round_trip(text: str) -> dict | None:
         return None
 
 
-def _check(text: str) -> None:
-    fast = configfile._fast_plain(text)
+def _check(text: str) -> bool:
+    """The fast parse (never the memo) equals the round-trip read, or steps aside; True if it ran."""
+    fast = configfile._parse_plain(text)
     if fast is None:
-        return  # the round-trip parser decides
+        return False  # the round-trip parser decides
     assert fast == _round_trip(text), text
+    return True
 
 
 @settings(max_examples=300, deadline=None)
@@ -91,3 +93,22 @@ def test_fast_path_agrees_on_mutated_documents(doc, position, char):
     if text:
         i = position % len(text)
         _check(text[:i] + char + text[i + 1 :])
+
+
+# Documents inside the fast path's subset (plain keys, ints, booleans, words): it must take them, or
+# the tests above would compare nothing and pass.
+PLAIN_SCALARS = st.one_of(
+    st.booleans(), st.integers(-(10**9), 10**9), st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8)
+)
+PLAIN_TREES = st.recursive(
+    PLAIN_SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, min_size=1, max_size=3)),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(KEYS, PLAIN_TREES, max_size=6), st.sampled_from(["pyyaml-block", "pyyaml-flow"]))
+def test_fast_path_takes_plain_documents(doc, style):
+    text = pyyaml.safe_dump(doc, default_flow_style=(style == "pyyaml-flow"), allow_unicode=True)
+    assert _check(text), text
