@@ -84,9 +84,10 @@ def test_validate_predicts_apply(doc: dict[str, Any], base: dict[str, Any] | Non
 
 
 def test_the_grammar_reaches_both_outcomes() -> None:
-    """Runs after the property (file order): a grammar that only ever fails validation proves nothing."""
+    """A grammar that only ever fails validation proves nothing. In file order this runs after the
+    property and reads its counts; run alone (`-k grammar`), it runs the property first."""
     if SEEN["valid"] + SEEN["invalid"] < EXAMPLES // 2:
-        pytest.skip("the property did not run in this session")
+        test_validate_predicts_apply()
     assert SEEN["valid"] >= EXAMPLES // 20, SEEN
     assert SEEN["invalid"] >= EXAMPLES // 20, SEEN
     print(f"validate predicts apply: {SEEN['valid']} valid and {SEEN['invalid']} invalid manifests")
