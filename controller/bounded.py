@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -83,12 +82,3 @@ def read_or_none(path: str | os.PathLike[str], limit: int) -> bytes | None:
         return read_bytes(path, limit)
     except FileNotFoundError:
         return None
-
-
-def check_regular(path: Path, limit: int) -> None:
-    """Raise TooLarge / NotRegular (or the OSError of `stat`) without reading the file."""
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise NotRegular(path, kind_of(st.st_mode))
-    if st.st_size > limit:
-        raise TooLarge(path, st.st_size, limit)

@@ -2,7 +2,7 @@
 
 The reconciler loads a profile's config with `ConfigDoc.load`, reads and sets the dotted keys a
 fleet manages, and saves atomically; keys it does not manage (`_config_version`, unknown ones)
-are never touched. `hermes_defaults.effective_value` layers Hermes' defaults on top of `get`.
+are never touched. Hermes' defaults for a missing key are `controller.hermes.defaults.default_for`.
 """
 
 from __future__ import annotations

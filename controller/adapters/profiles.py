@@ -50,7 +50,6 @@ BACKUP_TREE = "profile"
 # What `hermes profile create` (0.19) makes in every new profile.
 PROFILE_DIRS = ("memories", "sessions", "skills", "skins", "logs", "plans", "workspace", "cron", "home")
 # What `--clone-from` copies, when present in the source.
-CLONE_FILES = ("config.yaml", ".env", "SOUL.md")
 CLONE_TREES = ("skills",)
 CLONE_SUBDIR_FILES = ("memories/MEMORY.md", "memories/USER.md")
 NO_BUNDLED_SKILLS_MARKER = ".no-bundled-skills"  # Hermes checks only that it exists

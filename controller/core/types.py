@@ -187,7 +187,6 @@ class LiveProfile:
     tombstoned: bool = False
     marker: Mapping[str, Any] | None = None
     config: Mapping[str, Any] | None = None  # config.yaml as plain data; None: unreadable
-    config_exists: bool = False
     env: Mapping[str, str] | None = None  # .env as Hermes loads it (last binding wins)
     description: str | None = None  # profile.yaml, as Hermes reads it (stripped)
     display_name: str | None = None
@@ -243,10 +242,6 @@ class LiveProfile:
         if space == "botmode":
             return (True, True) if self.meta is not None else (False, None)
         raise KeyError(name)
-
-
-def absent_profile(name: str, path: Path) -> LiveProfile:
-    return LiveProfile(name=name, path=path, exists=False)
 
 
 @dataclass(frozen=True)
@@ -349,5 +344,4 @@ __all__ = [
     "Reason",
     "RenameSeen",
     "RunResult",
-    "absent_profile",
 ]

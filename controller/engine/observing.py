@@ -176,7 +176,6 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
         tombstoned=tombstoned,
         marker=inventory_file.read_marker(root, name) if name != DEFAULT_PROFILE else None,
         config=_shared_config(config, pool) if config is not None else None,
-        config_exists=bool(config is not None and config.exists),
         env=env.as_dict() if env is not None else None,
         description=meta.description if meta is not None else None,
         display_name=meta.display_name if meta is not None else None,

@@ -1,7 +1,7 @@
-"""Hermes' built-in defaults for the config keys a fleet manages, and `effective_value`.
+"""Hermes' built-in defaults for the config keys a fleet manages.
 
 Hermes' `save_config()` drops keys whose value equals its `DEFAULT_CONFIG`, so a missing key
-often means "the default". The diff/reconcile code calls `effective_value` so that such a drop
+often means "the default". Drift compares a missing key with `default_for` so that such a drop
 never shows up as drift. Values are facts typed from the hermes-agent 0.19.0 source.
 """
 
@@ -78,14 +78,6 @@ def lookup(tree: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
             return False, None
         node = node[part]
     return True, node
-
-
-def effective_value(tree: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
-    """The live value if present, else Hermes' default if known, else (False, None)."""
-    present, value = lookup(tree, dotted)
-    if present:
-        return True, value
-    return default_for(dotted)
 
 
 def _copy(value: Any) -> Any:

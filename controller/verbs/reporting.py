@@ -231,10 +231,6 @@ def _xml_attr(text: str) -> str:
     return quoteattr(_xml_safe(text), {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
 
 
-def _fails(diags: list[Diagnostic], strict: bool) -> bool:
-    return any(x.severity == "error" or strict for x in diags)
-
-
 def write(text: str, stream: TextIO | None = None) -> None:
     (stream or sys.stdout).write(text)
 

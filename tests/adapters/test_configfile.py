@@ -10,7 +10,7 @@ import pytest
 
 from controller.adapters.configfile import ConfigDoc
 from controller.errors import HermesStateError, RefusedValue
-from controller.hermes.defaults import effective_value
+from controller.hermes.defaults import default_for, lookup
 from tests.adapters.conftest import RealHermes
 
 SAMPLE = """\
@@ -232,6 +232,12 @@ def test_hermes_config_set_keeps_our_keys(real_hermes: RealHermes):
     assert doc.get("some.unmanaged.key") == (True, "x")
     for key, value in MANAGED.items():
         assert doc.get(key) == (True, value), key
+
+
+def effective_value(tree: dict, dotted: str) -> tuple[bool, object]:
+    """The live value if present, else Hermes' default if known, else (False, None)."""
+    present, value = lookup(tree, dotted)
+    return (True, value) if present else default_for(dotted)
 
 
 @pytest.mark.hermes

@@ -71,7 +71,7 @@ def live_from(bot: DesiredBot, **changes: Any) -> LiveProfile:
     meta = {k[5:]: v for k, v in desired_fields(bot, {}, None).items() if k.startswith("meta:")}
     base = LiveProfile(
         name=bot.name, path=HOME / "profiles" / bot.name, exists=True, marker={"fleet": "acme", "profile": bot.name},
-        config=config, config_exists=True, env={}, meta=meta, soul=bot.soul, bot_chat=True,
+        config=config, env={}, meta=meta, soul=bot.soul, bot_chat=True,
     )  # fmt: skip
     return dataclasses.replace(base, **changes)
 
