@@ -194,3 +194,16 @@ def test_secret_values_never_appear_in_any_output(home: Path, manifests: Path) -
         if part.name != "replaced":
             _assert_no_secret(all_text_under(part) if part.is_dir() else part.read_text())
     json.loads(stored)
+
+
+def test_install_wide_keys_the_default_bot_takes_over_are_kept(home: Path, manifests: Path) -> None:
+    """Found by the validate-predicts-apply property: install-wide `memory`/`timezone` dropped from the
+    Fleet in the same apply that gives them to the `default` bot (the root profile) were removed by
+    install/root after the bot saw them present, so the next plan showed drift."""
+    first = write_fleet(manifests, [{"name": "alpha"}], config={"timezone": "Europe/Berlin", "memory": []})
+    assert apply(first, home).code == 0
+    second = write_fleet(manifests, [{"name": "default"}], defaults={"config": {"timezone": "Europe/Berlin", "memory": []}})
+    assert apply(second, home, "--adopt").code == 0
+    root = (home / "config.yaml").read_text()
+    assert "timezone: Europe/Berlin" in root and "memory: []" in root
+    assert plan(second, home, "--detailed-exitcode").code == 0

@@ -210,6 +210,11 @@ def plan_install(inputs: Inputs) -> ObjectChange:
         return install(Action.CONFLICT, Reason.FOREIGN_OWNER, f"install-wide keys owned by another fleet: {owners}")
     applied = inputs.inventory.applied(INSTALL_KEY)
     fields = tuple(diff_fields(desired, live, applied, obs.secret_keys.get("", frozenset()), inputs.inventory))
+    # The `default` bot is the root profile: a key it declares is its own, never removed as install-wide.
+    default = inputs.state.bots.get(DEFAULT_PROFILE)
+    if default is not None and any(f.op is Op.REMOVE for f in fields):
+        claimed = bot_desired(inputs.state, obs, default).fields
+        fields = tuple(f for f in fields if not (f.op is Op.REMOVE and f.field in claimed))
     return install(
         Action.UPDATE if fields else Action.NOOP, Reason.INSTALL_SETTINGS, "install-wide settings (root profile)", fields
     )
