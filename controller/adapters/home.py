@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from controller.errors import ContainmentError
+from controller.errors import ContainmentError, UsageError
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE
 
 STATE_DIR = ".hermes-fleet"  # our own state under the root: inventory, lock, backups
@@ -43,6 +43,17 @@ PROFILE_ENTRIES = (
 
 
 def resolve_root(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The Hermes home: `--home`, else `$HERMES_HOME` (its root when it names a profile), else ~/.hermes."""
+    root = _root_named(explicit)
+    if os.path.exists(root) and not os.path.isdir(root):
+        named = "--home" if explicit else "$HERMES_HOME"
+        raise UsageError(
+            f"{named} {root} is not a folder", hint="give the Hermes home folder (the one that holds config.yaml and profiles/)"
+        )
+    return root
+
+
+def _root_named(explicit: str | os.PathLike[str] | None) -> Path:
     if explicit:
         return Path(explicit).expanduser().absolute()
     native_home = Path.home() / ".hermes"

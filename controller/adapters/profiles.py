@@ -634,4 +634,6 @@ def _resolve_backup(root: Path, backup: str | Path) -> Path:
     check_state_path(root, base)
     if os.path.islink(folder) or Path(os.path.realpath(folder)).parent != Path(os.path.realpath(base)):
         raise HermesStateError(f"{backup} is not a backup under {base}", path=str(folder))
+    if not os.path.lexists(folder):
+        raise UsageError(f"no such backup: {backup} (not under {base})", hint="`hermes-fleet restore` lists the backups")
     return folder

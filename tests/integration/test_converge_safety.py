@@ -292,3 +292,17 @@ def test_an_adopt_plan_lists_the_bot_chat_that_apply_creates(home: Path, manifes
     assert ("botchat", "add") in [(f["field"], f["op"]) for f in obj["fields"]]
     assert apply(manifest, home, "--adopt").code == 0
     assert_converged(manifest, home)
+
+
+def test_a_backup_that_does_not_exist_is_a_usage_error(home: Path) -> None:
+    run = hermes_fleet("restore", "bogus", "--home", home)
+    assert run.code == 2 and "no such backup: bogus" in run.err and "Traceback" not in run.text
+
+
+def test_a_home_that_is_a_file_is_a_usage_error(tmp_path: Path, manifests: Path) -> None:
+    manifest = write_fleet(manifests, [{"name": "alpha"}])
+    not_a_folder = tmp_path / "passwd"
+    not_a_folder.write_text("root:x:0:0\n")
+    run = plan(manifest, not_a_folder)
+    assert run.code == 2 and "--home" in run.err and "is not a folder" in run.err
+    assert "move the file away" not in run.err
