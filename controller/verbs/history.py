@@ -197,15 +197,16 @@ def cmd_rollback(args: argparse.Namespace) -> int:
             root, state, result.files, options=options, gateway=gateway, hermes_version=args.hermes_version
         )
         _unresolved(planned, seq)
-        if args.dry_run:
+        deletions = planned.plan.by_action(Action.DELETE)
+        if args.dry_run and not (deletions and not args.yes):
             render_plan(planned, args, kind="dry-run")
             return plan_exit(planned.plan, False)
-        deletions = planned.plan.by_action(Action.DELETE)
         if deletions and not args.yes:
-            render_plan(planned, args, kind="rollback")
+            render_plan(planned, args, kind="dry-run" if args.dry_run else "rollback")
             names = ", ".join(c.key for c in deletions)
+            refused = "this rollback would be refused" if args.dry_run else "rollback refused, nothing was changed"
             raise ConflictError(
-                f"rollback refused, nothing was changed: going back to entry {seq} deletes {names}",
+                f"{refused}: going back to entry {seq} deletes {names}",
                 hint="re-run with --yes (deleted bots are moved to backups, see `hermes-fleet restore`), "
                 "or with --no-prune to keep them",
             )

@@ -214,6 +214,17 @@ def test_rollback_no_prune_keeps_what_the_entry_lacked(two_applies: tuple[Path, 
     assert profiles_of(home) == ["alpha", "beta", "gamma"] and model_of(home, "alpha") == "model-a"
 
 
+def test_a_dry_run_says_the_rollback_would_be_refused(two_applies: tuple[Path, Path, Path]) -> None:
+    """Rolling back to entry 1 deletes gamma: the dry run shows the plan and exits 3 as the rollback would."""
+    home, _, _ = two_applies
+    before = snapshot(home)
+    run = hermes_fleet("rollback", "--to", "1", "--dry-run", "--home", home)
+    assert run.code == 3 and "this rollback would be refused" in run.err and "bot/gamma" in run.err, run.text
+    assert snapshot(home) == before
+    allowed = hermes_fleet("rollback", "--to", "1", "--dry-run", "--yes", "--home", home)
+    assert allowed.code == 0 and snapshot(home) == before, allowed.text
+
+
 def test_bad_rollback_targets_are_bad_input(two_applies: tuple[Path, Path, Path]) -> None:
     home, _, _ = two_applies
     for args, words in (
