@@ -16,7 +16,6 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from controller import __version__
 from controller.errors import ExitCode, UsageError
 from controller.hermes import naming
 from controller.manifests import schema
@@ -33,6 +32,8 @@ FILES: dict[str, str | None] = {
     ".github/workflows/fleet.yml": "workflow.yml",
 }
 PLACEHOLDER_SOURCE = "https://github.com/YOUR-ORG/hermes-fleet"
+UNPINNED_REV = "main"  # no release tag exists; without --rev or a checkout's commit, the branch
+_SCP_LIKE = re.compile(r"^(?P<user>[\w.-]+@)?(?P<host>[\w.-]+):(?P<path>(?!//)[^\s]+)$")
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -44,7 +45,13 @@ def cmd_init(args: argparse.Namespace) -> int:
     if problem:
         raise UsageError(f"invalid fleet name {fleet!r}: {problem}", hint="pass --fleet NAME (^[a-z0-9][a-z0-9_-]{0,63}$)")
     source, rev, found = hook_source(args.source, args.rev)
-    values = {"__FLEET__": fleet, "__SOURCE__": source, "__REV__": rev}
+    install = pip_url(source) if found else None
+    values = {
+        "__FLEET__": fleet,
+        "__SOURCE__": source,
+        "__REV__": rev,
+        "__PIP__": f"{install or pip_url(PLACEHOLDER_SOURCE)}@{rev}",
+    }
     written, kept = [], []
     for rel, template in FILES.items():
         target = folder / rel
@@ -60,6 +67,13 @@ def cmd_init(args: argparse.Namespace) -> int:
             f"set the URL of your copy of hermes-fleet in .pre-commit-config.yaml and .github/workflows/fleet.yml "
             f"(now {PLACEHOLDER_SOURCE}), or run init again with --source URL --rev TAG on an empty folder"
         )
+    elif install is None:
+        notes.append(
+            f"{source} is not a URL a CI runner can fetch; set the URL of your copy of hermes-fleet in "
+            ".pre-commit-config.yaml and .github/workflows/fleet.yml, or run init again with --source URL --rev TAG"
+        )
+    if rev == UNPINNED_REV:
+        notes.append(f"the hook and the CI install follow {UNPINNED_REV!r}; pin a tag or commit with --rev")
     if args.output == "json":
         payload = {
             "schemaVersion": reporting.JSON_SCHEMA_VERSION,
@@ -107,15 +121,28 @@ def fleet_name_for(folder: Path) -> str:
 def hook_source(source: str | None, rev: str | None, checkout: Path | None = None) -> tuple[str, str, bool]:
     """The repository and revision the hook and the CI install point at: --source/--rev, else the git
     origin and commit of the hermes-fleet checkout this command runs from, else a placeholder."""
-    if source:
-        return source, rev or f"v{__version__}", True
     checkout = checkout or Path(__file__).resolve().parents[2]
+    head = origin = None
     if (checkout / ".pre-commit-hooks.yaml").is_file() and (checkout / ".git").exists():
         origin = _git(checkout, "remote", "get-url", "origin")
         head = _git(checkout, "rev-parse", "HEAD")
-        if origin and head:
-            return origin, rev or head, True
-    return PLACEHOLDER_SOURCE, rev or f"v{__version__}", False
+    if source:
+        return source, rev or (head if source == origin else None) or UNPINNED_REV, True
+    if origin and head:
+        return origin, rev or head, True
+    return PLACEHOLDER_SOURCE, rev or UNPINNED_REV, False
+
+
+def pip_url(source: str) -> str | None:
+    """`source` as the `git+` URL pip installs from, None for a place a CI runner cannot reach
+    (a local path or file:// URL). An SSH origin in scp form (`git@host:org/repo.git`) becomes
+    `git+ssh://git@host/org/repo.git`: pip does not take the scp form."""
+    if source.startswith(("https://", "http://", "ssh://", "git://")):
+        return f"git+{source}"
+    match = _SCP_LIKE.match(source)
+    if match and "/" not in match["host"]:
+        return f"git+ssh://{match['user'] or ''}{match['host']}/{match['path']}"
+    return None
 
 
 def _git(folder: Path, *argv: str) -> str | None:

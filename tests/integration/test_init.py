@@ -38,7 +38,7 @@ def test_init_writes_a_repository_whose_ci_command_passes_as_generated(tmp_path)
     assert set(workflow[True]) == {"push", "pull_request"}  # YAML 1.1 reads the key `on` as True
     steps = workflow["jobs"]["validate"]["steps"]
     (command,) = [s["run"] for s in steps if "hermes-fleet validate" in s.get("run", "")]
-    assert command == "hermes-fleet validate -f fleet/ -o github"
+    assert command == "hermes-fleet validate --strict -f fleet/ -o github"  # as strict as the pre-commit hook
     # Run it exactly as CI would, from the repository root, with the hermes-fleet of this checkout.
     argv = shlex.split(command)
     proc = subprocess.run(
@@ -121,7 +121,7 @@ def test_without_source_the_checkouts_origin_and_commit_are_used_else_a_placehol
     checkout = tmp_path / "hermes-fleet"
     checkout.mkdir()
     (checkout / ".pre-commit-hooks.yaml").write_text((REPO / ".pre-commit-hooks.yaml").read_text())
-    assert init.hook_source(None, None, checkout) == (init.PLACEHOLDER_SOURCE, "v0.1.0", False)
+    assert init.hook_source(None, None, checkout) == (init.PLACEHOLDER_SOURCE, init.UNPINNED_REV, False)
     git(checkout, "init", "-q")
     git(checkout, "add", ".")
     git(checkout, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
@@ -130,6 +130,30 @@ def test_without_source_the_checkouts_origin_and_commit_are_used_else_a_placehol
     head = git(checkout, "rev-parse", "HEAD")
     assert init.hook_source(None, None, checkout) == ("https://git.example/me/hermes-fleet.git", head, True)
     assert init.hook_source(None, "v1.2.3", checkout)[1] == "v1.2.3"
+
+
+def test_the_ci_install_line_is_one_pip_takes(tmp_path):
+    """pip installs `git+https://`, `git+ssh://`; an scp-form SSH origin is rewritten, a local path refused."""
+    assert init.pip_url("https://git.example/a/hermes-fleet") == "git+https://git.example/a/hermes-fleet"
+    assert init.pip_url("git@github.com:acme/hermes-fleet.git") == "git+ssh://git@github.com/acme/hermes-fleet.git"
+    assert init.pip_url("ssh://git@host:2222/acme/hf.git") == "git+ssh://git@host:2222/acme/hf.git"
+    assert init.pip_url("/home/me/src/hermes-fleet") is None
+    assert init.pip_url("file:///home/me/src/hermes-fleet") is None
+    ssh = hermes_fleet("init", tmp_path / "ssh", "--source", "git@github.com:acme/hermes-fleet.git", "--rev", "abc123")
+    assert ssh.code == 0 and "note:" not in ssh.err
+    workflow = (tmp_path / "ssh/.github/workflows/fleet.yml").read_text()
+    assert 'pip install "git+ssh://git@github.com/acme/hermes-fleet.git@abc123"' in workflow
+    assert "hermes-fleet validate --strict -f fleet/" in workflow
+    local = hermes_fleet("init", tmp_path / "local", "--source", str(tmp_path / "clone"), "--rev", "abc123")
+    assert local.code == 0 and "not a URL a CI runner can fetch" in local.err
+    assert str(tmp_path / "clone") not in (tmp_path / "local/.github/workflows/fleet.yml").read_text()
+
+
+def test_a_source_without_a_rev_follows_main_and_says_so(tmp_path):
+    run = hermes_fleet("init", tmp_path / "repo", "--source", "https://git.example/acme/hermes-fleet")
+    assert run.code == 0 and "pin a tag or commit with --rev" in run.err
+    config = yaml.safe_load((tmp_path / "repo/.pre-commit-config.yaml").read_text())
+    assert config["repos"][0]["rev"] == init.UNPINNED_REV
 
 
 def test_with_a_placeholder_init_says_which_files_to_edit(tmp_path, monkeypatch):
