@@ -130,7 +130,9 @@ def test_seat_renewal_and_a_lost_register_reply(home: Path, manifests: Path, off
     assert new["grant"] != old and new["status"] == "ready"
     register = [p for m, p in office.calls if m == "groups.peer.register"][-1]
     assert register["expected_grant_sha256"] == hashlib.sha256(old.encode()).hexdigest()
-    assert len(spark.revoked_grants) == 1
+    # The superseded grant, exactly (register_peer_route: revoke_grant_exact); the new one lives.
+    assert [route for route, _ in spark.revocations] == ["revoke-exact"]
+    assert not spark.grant_alive(old) and spark.grant_alive(new["grant"])
     entry = json.loads(inventory_text(home))["objects"]["room/Review"]
     assert entry["seats"]["spark/reviewer"]["grant_sha256"] == hashlib.sha256(new["grant"].encode()).hexdigest()
     assert run("plan", fleet, home, "office", "--detailed-exitcode").code == 0
@@ -159,7 +161,8 @@ def test_what_the_contract_does_not_allow_is_said_with_the_step(
     assert run("apply", renamed, home, "office", "--prune").code == 0
     (room,) = office.live().values()
     assert room["name"] == "Review 2" and len(room["members"]) == 4
-    assert len(spark.revoked_grants) == 1  # the old room's grant, revoked by its disband
+    # The old room's grant, revoked by its disband: scope-wide (revoke_room_routes), as a disband should.
+    assert [route for route, _ in spark.revocations] == ["revoke"]
 
 
 def test_a_disband_waits_for_the_member_machine(home: Path, manifests: Path, office: FakeGateway, spark: FakeGateway):
@@ -241,5 +244,6 @@ def test_a_grant_issued_for_a_create_that_failed_is_revoked(home: Path, manifest
     office.refuse["groups.create"] = (4110, "This host has too many active Group Chats. Delete one and try again.", None)
     failed = run("apply", fleet, home, "office")
     assert failed.code == 1 and "too many active Group Chats" in failed.text
-    assert office.live() == {} and len(spark.revoked_grants) == 1  # nothing half-made, the unused grant revoked
+    # Nothing half-made; the unused grant revoked, exactly that one.
+    assert office.live() == {} and [route for route, _ in spark.revocations] == ["revoke-exact"]
     assert run("apply", fleet, home, "office").code == 0
