@@ -11,6 +11,7 @@ docs/rooms.md).
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -298,7 +299,7 @@ def _create_room(session: gw.Session, base: str, room: Room, seating: _Seating) 
         except gw.GatewayOutcomeUnknown as lost:
             # Resolve by reading state (a fresh connection), never by sending the create again.
             live = _read_back(
-                session, f"groups.create {room_id}", lambda rid=room_id: _try_read(session, rid), "may already exist"
+                session, f"groups.create {room_id}", functools.partial(_try_read, session, room_id), "may already exist"
             )
             if live is not None and live.get("name") == room.name.strip() and member_names(live) == sorted(room.members):
                 return _register_all(session, live, invites, seating)
