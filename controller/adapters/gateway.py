@@ -539,6 +539,7 @@ class Session:
     writes: bool = False
     label: str = ""
     link: Link | None = None
+    sent: list[str] = field(default_factory=list)  # each write method sent on this session, in order
     _ws: Any = None
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _secrets: tuple[str, ...] = ()
@@ -580,6 +581,7 @@ class Session:
         for attempt in (1, 2):
             secret = self.credential()
             self._secrets = (*self._secrets, secret)
+            self._follow()
             try:
                 self._ws = connect(
                     self.url,
@@ -598,6 +600,9 @@ class Session:
                 # A refused ticket: mint a new one and try once more (contract 2.1).
                 if isinstance(error, GatewayAuthError) and attempt == 1 and getattr(self.credential, "fresh", False):
                     continue
+                # Nothing listens where the gateway was: it may have restarted elsewhere; find it again.
+                if error.reason == "unreachable" and attempt == 1 and self._rediscovered():
+                    continue
                 if isinstance(error, GatewayAuthError) and not getattr(self.credential, "fresh", False):
                     error.hint = SPENT_HINT
                 raise error from None
@@ -611,6 +616,16 @@ class Session:
                 self.link.ws, self.link.used, self.link.secrets = self._ws, True, self._secrets
             return
 
+    def _follow(self) -> None:
+        """A discovered gateway is reached where it is now: after a restart its port may differ."""
+        endpoint = getattr(self.credential, "endpoint", None) if getattr(self.credential, "follow", False) else None
+        if endpoint is not None and endpoint.api_origin != self.label:
+            self.url, self.label = ws_url(endpoint.api_origin), endpoint.api_origin
+
+    def _rediscovered(self) -> bool:
+        again = getattr(self.credential, "rediscover", None) if getattr(self.credential, "follow", False) else None
+        return bool(again is not None and again())
+
     def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         if method not in READ_METHODS and not self.writes:
             raise GatewayRefused(f"{method} is a write and this session is read-only (plan never writes)", method=method)
@@ -622,6 +637,8 @@ class Session:
         try:
             self._ws.send(frame)
             sent = True
+            if method not in READ_METHODS:
+                self.sent.append(method)
             while True:
                 raw = self._ws.recv(timeout=self.timeout)
                 try:
@@ -647,25 +664,33 @@ class _Fresh:
     """Mints a new interactive ticket per connection (discovery mode).
 
     A refusal from a gateway that restarted in between (another instance id) is retried once with
-    the new instance; any other refusal keeps the gateway's reason (mint_ticket).
+    the new instance; any other refusal keeps the gateway's reason (mint_ticket). With `follow`
+    (the URL came from discovery, not from --gateway), the session connects to the api_origin of
+    the endpoint found last: a restarted gateway may listen on another port.
     """
 
     fresh = True
 
-    def __init__(self, endpoint: Endpoint, timeout: float) -> None:
-        self.endpoint, self.timeout = endpoint, timeout
+    def __init__(self, endpoint: Endpoint, timeout: float, *, follow: bool = False) -> None:
+        self.endpoint, self.timeout, self.follow = endpoint, timeout, follow
 
     def __call__(self) -> str:
         try:
             return mint_ticket(self.endpoint, "interactive", timeout=self.timeout)
         except GatewayUnavailable:
-            if not self.endpoint.home:
+            if not self.rediscover():
                 raise
-            again = discover(Path(self.endpoint.home), timeout=self.timeout)
-            if again.instance_id == self.endpoint.instance_id:
-                raise
-            self.endpoint = again
             return mint_ticket(self.endpoint, "interactive", timeout=self.timeout)
+
+    def rediscover(self) -> bool:
+        """Ask the control socket again; True when another gateway instance answers now."""
+        if not self.endpoint.home:
+            return False
+        again = discover(Path(self.endpoint.home), timeout=self.timeout)
+        if (again.instance_id, again.api_origin) == (self.endpoint.instance_id, self.endpoint.api_origin):
+            return False
+        self.endpoint = again
+        return True
 
 
 class _Token:
@@ -698,4 +723,4 @@ def open_session(home: Path, options: GatewayOptions, *, writes: bool) -> Sessio
         return Session(url, _Fresh(discover(home, timeout=timeout), timeout), timeout, writes, label=redact_url(url))
     endpoint = discover(home, timeout=timeout)
     url = ws_url(endpoint.api_origin)
-    return Session(url, _Fresh(endpoint, timeout), timeout, writes, label=endpoint.api_origin)
+    return Session(url, _Fresh(endpoint, timeout, follow=True), timeout, writes, label=endpoint.api_origin)

@@ -27,7 +27,14 @@ DEFAULT_TIMEOUT = 10.0
 
 
 class RoomLinkError(ControllerError):
-    """Another machine's gateway could not issue (or revoke) a seat's grant; the message says which and why."""
+    """Another machine's gateway could not issue (or revoke) a seat's grant; the message says which and why.
+
+    `transient`: the machine could not be reached (try again later), rather than a refusal.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, transient: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -106,6 +113,7 @@ def invite(
         raise RoomLinkError(
             f"{where} cannot be reached for an invitation: {_redact(str(exc) or type(exc).__name__, key)}",
             hint="check that the machine is up and its API server listens at that URL; the next apply tries again",
+            transient=True,
         ) from None
     data = _json(reply)
     if reply.status_code in (401, 403):
@@ -142,24 +150,31 @@ def invite(
     return Invitation(grant=grant, target_profile=profile, catalog=catalog, status_expires_at=float(expires))
 
 
-def revoke(target_url: str, profile: str, grant: str, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
-    """Revoke a grant that was issued but not used (best effort; the grant expires anyway)."""
+def revoke_exact(invitation: Invitation, *, timeout: float = DEFAULT_TIMEOUT) -> bool:
+    """Retire exactly this grant on the member's gateway (best effort; it expires anyway).
+
+    Never the scope-wide `/grants/revoke`: that route retires every grant of the room, member and
+    profile issued until now, the one the room's route still uses included, and the member's
+    reservation with them (docs/hermes/gateway.md#revoking-a-grant). A member gateway without
+    `/grants/revoke-exact` (404) keeps the unused grant until it expires.
+    """
     import httpx
 
-    if not clear_text_allowed(target_url):
+    url = invitation.endpoint.get("url")
+    if invitation.endpoint.get("available") is not True or not isinstance(url, str) or not clear_text_allowed(url):
         return False
     try:
         reply = httpx.post(
-            _route(target_url, profile, "/v1/room-members/grants/revoke"),
+            _route(url, invitation.target_profile, "/v1/room-members/grants/revoke-exact"),
             json={},
-            headers={"Authorization": f"HermesRoom {grant}"},
+            headers={"Authorization": f"HermesRoom {invitation.grant}"},
             timeout=timeout,
             trust_env=False,
             follow_redirects=False,
         )
     except httpx.HTTPError:
         return False
-    return reply.status_code == 200
+    return reply.status_code == 200 and _json(reply).get("revoked") is True
 
 
 def _json(reply: Any) -> dict[str, Any]:

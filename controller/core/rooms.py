@@ -26,6 +26,17 @@ REQUIRED_METHODS = ("groups.list", "groups.state", "groups.create", "groups.rena
 MEMBERS_METHOD = "groups.members.update"
 POLICY_METHOD = "groups.policy.update"
 REGISTER_METHOD = "groups.peer.register"
+RENAME_METHOD = "groups.rename"
+CREATE_METHOD = "groups.create"
+DISBAND_METHOD = "groups.disband"
+# Features of groups.capabilities that say which rules a gateway keeps (docs/hermes/gateway.md#capabilities):
+# without them a rename is not revision-fenced, a register ignores expected_grant_sha256 and
+# groups.state reports no grant fingerprints, so those writes are refused instead of sent unfenced.
+RENAME_FENCE = "rename_revision"
+GRANT_FINGERPRINTS = "peer_route_grant_fingerprint"
+# A seat the room's gateway refused to register is tried again after a growing pause, across runs.
+SEAT_RETRY_FIRST = 5 * 60
+SEAT_RETRY_MAX = 6 * 60 * 60
 IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")  # the gateway's identifier shape
 # A seat's grant: dispatch access for a day (renewed by the gateway itself while the grant's hard
 # horizon lasts), that horizon 30 days, the most the member's gateway issues
@@ -81,6 +92,28 @@ def capability_problem(view: GatewayView) -> str:
     return ""
 
 
+def missing_feature(view: GatewayView, feature: str) -> str:
+    """Why a write that needs `feature` is not sent to this gateway ("" when it has it)."""
+    if feature in view.features:
+        return ""
+    version = view.capabilities.get("protocol_version")
+    what = {
+        RENAME_FENCE: "renames are not revision-fenced there, so a rename sent now could silently overwrite "
+        "a rename made meanwhile in the Desktop",
+        GRANT_FINGERPRINTS: "it reports no grant fingerprints and ignores expected_grant_sha256, so hermes-fleet "
+        "could neither tell its own seat from another nor replace exactly the route it saw",
+    }[feature]
+    return (
+        f"the gateway at {view.origin} (groups protocol {version}) lacks the {feature} feature: {what}; not sent. "
+        "Update Hermes on that machine (`hermes update`) and restart its gateway (`hermes gateway restart`)"
+    )
+
+
+def seat_retry_after(attempts: int, now: float) -> float:
+    """When a refused seat is tried again: 5 minutes after the first refusal, doubling, at most 6 hours."""
+    return now + min(SEAT_RETRY_FIRST * 2 ** max(attempts - 1, 0), SEAT_RETRY_MAX)
+
+
 # --- reading live rooms ---------------------------------------------------------------------------
 
 
@@ -131,6 +164,88 @@ def seat_routes(view_routes: Any, room: Mapping[str, Any]) -> dict[str, Mapping[
     """`peer/profile` -> its peer route in driver_status ({member_id, status, grant_sha256})."""
     by_id = {str(r.get("member_id")): r for r in view_routes or () if isinstance(r, Mapping)}
     return {key: by_id[mid] for key, mid in remote_members(room).items() if mid in by_id}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One write that converging a live room sends, in the order it is sent."""
+
+    method: str  # RENAME_METHOD, POLICY_METHOD or MEMBERS_METHOD
+    field: str  # the plan field that shows it
+    old: Any
+    new: Any  # the room's name, its who_answers, or the sorted member names
+
+
+INTERIM_POLICY_FIELD = "room:who_answers (before members)"
+
+
+def kept_member_ids(live: Mapping[str, Any], room_members: Any) -> set[str]:
+    """The ids of the live members the manifests keep."""
+    ids = {**local_members(live), **remote_members(live)}
+    return {ids[name] for name in room_members if name in ids}
+
+
+def interim_policy(live: Mapping[str, Any], room_members: Any, who_answers: str) -> str | None:
+    """The policy to set before a roster change that removes the policy's leader ("Change responder
+    policy before removing its leader", whatever the responder mode): the wanted one when its lead
+    stays, else `everyone`. None when no leader leaves."""
+    leader = (live.get("responder_policy") or {}).get("leader_member_id")
+    kept = kept_member_ids(live, room_members)
+    if leader is None or leader in kept:
+        return None
+    ids = {**local_members(live), **remote_members(live)}
+    lead = who_answers.partition(":")[2] if who_answers.startswith("lead:") else ""
+    return who_answers if not lead or (lead in ids and ids[lead] in kept) else "everyone"
+
+
+def converge_steps(live: Mapping[str, Any], name: str, members: Any, who_answers: str) -> list[Step]:
+    """The writes that bring a live room to (name, members, who_answers), in the order the gateway
+    accepts them: rename, the policy first when the roster drops its leader, the roster, the policy.
+    The plan shows exactly these; apply sends exactly these."""
+    steps = []
+    if live.get("name") != name:
+        steps.append(Step(RENAME_METHOD, "room:name", live.get("name"), name))
+    who = live_who_answers(live)
+    have, want = member_names(live), sorted(members)
+    if have != want:
+        first = interim_policy(live, members, who_answers)
+        if first is not None:
+            by_id = {v: k for k, v in {**local_members(live), **remote_members(live)}.items()}
+            leader = by_id.get(str((live.get("responder_policy") or {}).get("leader_member_id")), "?")
+            old = who if who.startswith("lead:") else f"{who} (leader {leader} kept)"
+            steps.append(Step(POLICY_METHOD, INTERIM_POLICY_FIELD, old, first))
+            who = first
+        steps.append(Step(MEMBERS_METHOD, "room:members", have, want))
+    if who != who_answers:
+        steps.append(Step(POLICY_METHOD, "room:who_answers", who, who_answers))
+    return steps
+
+
+def write_of(kind_action: str, field: str) -> str | None:
+    """The groups.* write a plan field of a room stands for (None: it is not a gateway write)."""
+    if field.startswith("seat:"):
+        return REGISTER_METHOD
+    if kind_action == "create":
+        return CREATE_METHOD if field in ("room:name", "room:members") else POLICY_METHOD if field == "room:who_answers" else None
+    if field == "room:name":
+        return RENAME_METHOD
+    if field == "room:members":
+        return MEMBERS_METHOD
+    if field.startswith("room:who_answers"):
+        return POLICY_METHOD
+    return None
+
+
+def planned_writes(action: str, fields: Any) -> list[str]:
+    """Every gateway write a room's planned change sends, in order (a create's name and members are one)."""
+    if action == "delete":
+        return [DISBAND_METHOD]
+    out: list[str] = []
+    for f in fields:
+        method = write_of(action, f)
+        if method is not None and not (method == CREATE_METHOD and out[-1:] == [CREATE_METHOD]):
+            out.append(method)
+    return out
 
 
 def desired_policy(who: str, member_ids: Mapping[str, str], live: Mapping[str, Any] | None) -> dict[str, Any]:

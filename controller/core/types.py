@@ -263,6 +263,10 @@ class GatewayView:
         return set(self.capabilities.get("methods") or [])
 
     @property
+    def features(self) -> set[str]:
+        return set(self.capabilities.get("features") or [])
+
+    @property
     def driver(self) -> bool:
         return self.capabilities.get("driver") is True
 

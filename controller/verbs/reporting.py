@@ -405,6 +405,7 @@ def plan_json(
     if results is not None:
         payload["results"] = [
             {"object": o.change.key, "action": o.change.action.value, "ok": o.ok, "error": o.error or None}
+            | ({"writes": list(o.writes)} if o.change.kind == "room" else {})
             for o in results.outcomes
         ]
         payload["summary"]["failed"] = len(results.failed)
@@ -467,12 +468,15 @@ def apply_text(results: ApplyResult, *, color: bool, not_applied: int = 0) -> st
         lines.append(p.dim(f"removed {len(results.swept)} leftover(s) of an interrupted run: {', '.join(results.swept)}"))
     for o in results.outcomes:
         label = f"{o.change.kind}/{o.change.name}"
+        sent = p.dim(f"  [{', '.join(o.writes)}]") if o.writes else ""
         if o.ok:
             n = len(o.change.fields)
             detail = f" ({n} field(s))" if n and o.change.action.value != "delete" else ""
-            lines.append(p.green(f"{label}: {_DONE[o.change.action.value]}") + detail)
+            lines.append(p.green(f"{label}: {_DONE[o.change.action.value]}") + detail + sent)
+        elif o.error.startswith("pending:"):  # nothing answered, or a seat waits: the next run tries again
+            lines.append(p.yellow(f"{label}: {o.error}") + sent)
         else:
-            lines.append(p.red(f"{label}: failed") + f": {o.error}")
+            lines.append(p.red(f"{label}: failed") + f": {o.error}" + sent)
     done, failed = len(results.done), len(results.failed) + not_applied
     if failed:
         lines.append(

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from controller.core import drift, jobs, planning
+from controller.core import drift, jobs, planning, rooms
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, room_key, routine_key
 from controller.core.planning.bots import applied_record, desired_fields
 from controller.core.rooms import base_room_id
@@ -46,7 +46,10 @@ METHODS = [
     "groups.list", "groups.state", "groups.create", "groups.rename", "groups.disband",
     "groups.members.update", "groups.policy.update",
 ]  # fmt: skip
-GATEWAY = GatewayView(origin="ws://127.0.0.1:1", capabilities={"methods": METHODS, "driver": True})
+FEATURES = ["rename_revision", "peer_route_grant_fingerprint", "local_membership_revision", "responder_policy_v1"]
+GATEWAY = GatewayView(
+    origin="ws://127.0.0.1:1", capabilities={"methods": METHODS, "driver": True, "features": FEATURES, "protocol_version": 2}
+)
 
 
 # --- building inputs -----------------------------------------------------------------------------
@@ -710,3 +713,68 @@ def test_a_seat_says_what_it_needs() -> None:
     assert seat(mixed(ends_in_days=3)) == ("grant ends 2026-12-04", "renewed")
     routes = dataclasses.replace(mixed().observed.rooms, routes={})  # type: ignore[arg-type]
     assert seat(with_observed(mixed(status="needs_reauthorization"), rooms=routes)) is None  # no driver_status: no judging
+
+
+def test_a_refused_seat_waits_for_its_retry_time_then_is_planned_again() -> None:
+    """apply records a refused seat with `retry_after`; until then the room is pending with the refusal."""
+    inputs = mixed(status="needs_reauthorization")
+    entry = inputs.inventory.objects[room_key("Team")]
+    seat = {**entry["seats"]["spark/rev"], "pending": "refused (5120): peer route changed", "attempts": 2}
+    waiting = {**entry, "seats": {"spark/rev": {**seat, "retry_after": NOW.timestamp() + 60}}}
+    (change,) = [
+        c
+        for c in planning.plan(
+            dataclasses.replace(inputs, inventory=inventory({**inputs.inventory.objects, room_key("Team"): waiting}))
+        ).changes
+        if c.key == "room/Team"
+    ]
+    assert (change.action, change.code) == (Action.ERROR, Reason.GATEWAY_PENDING)
+    assert "spark/rev is not seated (refused (5120): peer route changed)" in change.reason
+    due = {**entry, "seats": {"spark/rev": {**seat, "retry_after": NOW.timestamp() - 1}}}
+    (change,) = [
+        c
+        for c in planning.plan(
+            dataclasses.replace(inputs, inventory=inventory({**inputs.inventory.objects, room_key("Team"): due}))
+        ).changes
+        if c.key == "room/Team"
+    ]
+    assert change.action is Action.UPDATE and [f.field for f in change.fields][:1] == ["seat:spark/rev"]
+    # The pause: 5 minutes, doubling, at most 6 hours.
+    assert [rooms.seat_retry_after(n, 0) for n in (1, 2, 3, 10)] == [300, 600, 1200, 21600]
+
+
+def test_writes_that_need_a_feature_are_refused_where_it_is_missing() -> None:
+    old = dataclasses.replace(GATEWAY, capabilities={**GATEWAY.capabilities, "features": ["room_identity"]})
+    renamed = dataclasses.replace(
+        ROOM_OWNED, state=state(ALPHA, BETA, rooms=(Room(name="Crew", renamed_from="Team", members=["alpha", "beta"]),))
+    )
+    view = dataclasses.replace(old, rooms={ROOM_ID: live_room(ROOM_ID, "Team", ["alpha", "beta"])})
+    (change,) = [c for c in planning.plan(with_observed(renamed, rooms=view)).changes if c.kind == "room"]
+    assert (change.action, change.code) == (Action.ERROR, Reason.GATEWAY_UNSUPPORTED)
+    assert "rename_revision" in change.reason and "groups protocol 2" in change.reason and "hermes update" in change.reason
+    blind = dataclasses.replace(old, capabilities={**old.capabilities, "methods": [*METHODS, "groups.peer.register"]})
+    created = with_peer_key(with_observed(dataclasses.replace(ROOM_BASE, state=mixed_state()), rooms=blind))
+    (change,) = [c for c in planning.plan(created).changes if c.key == "room/Team"]
+    assert change.action is Action.ERROR and "peer_route_grant_fingerprint" in change.reason
+
+
+def test_converge_steps_are_the_writes_in_the_order_the_gateway_accepts() -> None:
+    live = live_room(ROOM_ID, "Team", ["alpha", "beta", "carol"])
+    live["responder_policy"] = {"default_responder": "leader", "leader_member_id": "carol"}
+    steps = rooms.converge_steps(live, "Crew", ["alpha", "beta", "dave"], "lead:dave")
+    assert [(s.method, s.field, s.new) for s in steps] == [
+        ("groups.rename", "room:name", "Crew"),
+        ("groups.policy.update", "room:who_answers (before members)", "everyone"),
+        ("groups.members.update", "room:members", ["alpha", "beta", "dave"]),
+        ("groups.policy.update", "room:who_answers", "lead:dave"),
+    ]
+    # The lead stays: the wanted policy goes first and nothing follows the roster.
+    steps = rooms.converge_steps(live, "Team", ["alpha", "beta"], "lead:alpha")
+    assert [(s.method, s.new) for s in steps] == [
+        ("groups.policy.update", "lead:alpha"),
+        ("groups.members.update", ["alpha", "beta"]),
+    ]
+    assert rooms.planned_writes("create", ["room:name", "room:members", "seat:spark/rev", "room:who_answers"]) == [
+        "groups.create", "groups.peer.register", "groups.policy.update",
+    ]  # fmt: skip
+    assert rooms.planned_writes("delete", []) == ["groups.disband"]

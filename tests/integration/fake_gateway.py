@@ -22,8 +22,21 @@ docs/hermes/gateway.md. Sources:
 - `gateway/hosted_rooms_common.py` @ NousResearch 4cb08f2: `identifier` (strip, then check);
 - `gateway/control_socket.py` @ dokterdok 39c4d17: `handle_request_line`, `_session_ticket`,
   `_posix_peer_subject` (tickets only for an authenticated peer and a private home, 30 s);
-- `gateway/platforms/api_server_room_grants.py` @ dokterdok 574c9bd: the member routes
-  `/v1/room-members/invitations` (Bearer API key), `/capabilities`, `/grants/revoke`;
+- `gateway/platforms/api_server_room_grants.py` @ dokterdok 0b6fb69: the member routes
+  `/v1/room-members/invitations` (Bearer API key), `/capabilities` (`_room_grant_claims`: revoked
+  or no longer current is 403), `/grants/revoke` (`_handle_room_member_grant_revoke`: the grant's
+  whole scope) and `/grants/revoke-exact` (`_handle_room_member_grant_revoke_exact`: that grant only);
+- `gateway/hosted_room_grant_state.py` @ dokterdok a36d6fb: `revoke_grant_state(exact=...)`;
+  `gateway/hosted_room_storage.py` @ dokterdok 90cfd57: `revoke_room_grant_scope` (every grant of
+  the scope issued until now, and the scope's reservation), `revoke_room_grant_id`,
+  `room_grant_is_revoked`, `peer_room_grant_is_current`, `reserve_peer_room`;
+- `tui_gateway/hosted_room_service.py` @ dokterdok 3cea33a: `register_peer_route` retires the
+  superseded grant with `revoke_grant_exact`; `revoke_room_routes` (disband) with the scope-wide
+  `revoke_grant`;
+- `tui_gateway/methods_groups.py` @ NousResearch 03b160e (the older gateway, `features` without
+  `rename_revision` / `peer_route_grant_fingerprint`): `groups.rename` passes only room_id,
+  event_id and name (no revision fence), `groups.peer.register` has no `expected_grant_sha256`,
+  `groups.state` reports `service.status` (routes without `grant_sha256`);
 - `gateway/hosted_room_peer.py` @ dokterdok 0b6fb69: `validate_room_link_url`, `catalog_mapping`,
   grant lifetimes; `tui_gateway/hosted_room_peer_http.py` @ 027dbe2: the `/p/<profile>` prefix.
 
@@ -32,8 +45,11 @@ before handling), `http_status` (fail the handshake), `refuse` (a typed refusal)
 groups.*), `methods`, `driver`, `busy` (rooms with queued or running work), `stopping` (rooms whose
 work is still stopping), `retire_next_creates` (the next N create ids turn out to be purged
 tombstones), `interfere` (another client's edit lands just before a method is handled),
-`durable_runs`. Test helpers: `edit` (a Desktop edit), `age` (time passes, tombstones
-are purged as the worker does), `mint_ticket` (what `hermes gateway ticket` prints), `route_status`.
+`durable_runs`, `features` (drop one to act as a gateway without it), `restart_after` (apply the
+write, lose its reply, and restart on another port with a new instance id). Test helpers: `edit`
+(a Desktop edit), `age` (time passes, tombstones are purged as the worker does), `mint_ticket`
+(what `hermes gateway ticket` prints), `route_status`, `restart`, `grant_alive` (whether the
+member side would still accept a grant).
 """
 
 from __future__ import annotations
@@ -98,6 +114,17 @@ CATALOG_FIELDS = {
     "installation_id", "protocol_versions", "link_modes", "persistent_process", "text", "attachments",
     "execution_policy", "catalog_digest",
 }  # fmt: skip
+FEATURES = [
+    "authority_epoch",
+    "room_identity",
+    "replayable_disband",
+    "peer_route_grant_fingerprint",
+    "peer_grant_renewal",
+    "local_membership_revision",
+    "historical_member_identity",
+    "rename_revision",
+    "responder_policy_v1",
+]  # groups.capabilities @ c326c5d (the ones this fake implements)
 MAX_DISPATCH_TTL = 24 * 60 * 60  # hosted_room_peer.MAX_DISPATCH_GRANT_TTL_SECONDS
 MAX_STATUS_TTL = 30 * 24 * 60 * 60  # hosted_room_peer.MAX_STATUS_GRANT_TTL_SECONDS
 
@@ -170,8 +197,11 @@ class FakeGateway:
         self.lock = threading.RLock()
         self.clock = 1764500000.0
         self.grant_secret = secrets.token_bytes(32)  # hosted_room_peer.gateway_room_grant_secret
-        self.revoked_grants: set[str] = set()
-        self.reservations: set[tuple[str, str, str]] = set()  # (room_id, member_id, target_profile)
+        self.revoked_grants: set[str] = set()  # hosted_room_revoked_grant_ids (revoke-exact)
+        self.revoked_scopes: dict[str, float] = {}  # hosted_room_revoked_grants: scope -> revoked_before
+        self.revocations: list[tuple[str, str]] = []  # (route, grant_id) of each revoke asked for
+        # hosted_room_peer_reservations: (room_id, member_id, target_profile) -> revoked (by a scope revoke)
+        self.reservations: dict[tuple[str, str, str], bool] = {}
         # fault knobs
         self.lose_reply: set[str] = set()
         self.reset_before: set[str] = set()
@@ -186,6 +216,8 @@ class FakeGateway:
         self.retire_next_creates = 0
         self.interfere: dict[str, Any] = {}  # method -> callable: another client's edit lands just before it
         self.durable_runs = True
+        self.features: list[str] = list(FEATURES)
+        self.restart_after: set[str] = set()
         self.ticket_ttl = TICKET_TTL
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -197,6 +229,14 @@ class FakeGateway:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self, *, control_socket: bool = True, api_server: bool = False) -> FakeGateway:
+        self._serve()
+        if control_socket:
+            self.start_control()
+        if api_server:
+            self.start_api()
+        return self
+
+    def _serve(self) -> None:
         self._server = serve(
             self._handler,
             "127.0.0.1",
@@ -208,11 +248,16 @@ class FakeGateway:
         self.port = self._server.socket.getsockname()[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
-        if control_socket:
-            self.start_control()
-        if api_server:
-            self.start_api()
-        return self
+
+    def restart(self) -> None:
+        """The gateway process restarts: a new instance id, its WebSocket on another port (the old
+        port refuses at once), the same control socket path and the same rooms (durable)."""
+        old, old_port = self._server, self.port
+        old.socket.close()  # nothing listens on the old port any more
+        self.instance_id = "inst-" + secrets.token_hex(4)
+        while self.port == old_port:
+            self._serve()
+        threading.Thread(target=old.shutdown, daemon=True).start()  # waits for its handlers
 
     @property
     def origin(self) -> str:
@@ -388,6 +433,11 @@ class FakeGateway:
                     if exc.reason:
                         error["data"] = {"reason": exc.reason}
                     reply = {"jsonrpc": "2.0", "id": rid, "error": error}
+            if method in self.restart_after:
+                self.restart_after.discard(method)
+                self.restart()
+                ws.close()  # applied, reply lost, and the gateway is elsewhere now
+                return
             if method in self.lose_reply:
                 self.lose_reply.discard(method)
                 ws.close()  # applied, reply lost
@@ -461,17 +511,7 @@ class FakeGateway:
             "authority_gateway_id": self.install_id,
             "room_link": room_link,
             "participant_tools": {"core": True, "native": False, "peer": False},
-            "features": [
-                "authority_epoch",
-                "room_identity",
-                "replayable_disband",
-                "peer_route_grant_fingerprint",
-                "peer_grant_renewal",
-                "local_membership_revision",
-                "historical_member_identity",
-                "rename_revision",
-                "responder_policy_v1",
-            ],
+            "features": list(self.features),
             "methods": list(self.methods),
             "max_log_limit": 500,
         }
@@ -663,17 +703,16 @@ class FakeGateway:
         return result
 
     def _driver_status(self, room_id: str) -> dict[str, Any]:
-        """HostedRoomService.status_with_grant_fingerprints."""
-        routes = [
-            {
-                "room_id": rid,
-                "member_id": mid,
-                "status": link["status"],
-                "grant_sha256": hashlib.sha256(link["grant"].encode()).hexdigest(),
-            }
+        """HostedRoomService.status_with_grant_fingerprints (`service.status`, no fingerprints,
+        without `peer_route_grant_fingerprint`)."""
+        routes: list[dict[str, Any]] = [
+            {"room_id": rid, "member_id": mid, "status": link["status"]}
             for (rid, mid), link in sorted(self.links.items())
             if rid == room_id
         ]
+        if "peer_route_grant_fingerprint" in self.features:
+            for route in routes:
+                route["grant_sha256"] = hashlib.sha256(self.links[(room_id, route["member_id"])]["grant"].encode()).hexdigest()
         working = room_id in self.busy or room_id in self.stopping
         return {"running": True, "working": working, "blocked": False, "counts": {}, "pending_actions": [], "peer_routes": routes}
 
@@ -699,11 +738,13 @@ class FakeGateway:
         return value
 
     def _groups_rename(self, params: dict[str, Any]) -> dict[str, Any]:
-        """hosted_rooms.rename_room: replay before the revision fence; names are stripped."""
+        """hosted_rooms.rename_room: replay before the revision fence; names are stripped. Without
+        `rename_revision` (NousResearch 03b160e) the method never passes `expected_revision` on."""
         room_id = ident(params.get("room_id"), "room_id", 4117)
         event_id = ident(params.get("event_id"), "event_id", 4117)
         name = self._name(params.get("name"), 4117)
-        expected = self._revision(params.get("expected_revision"), 4117, required=False)
+        fenced = "rename_revision" in self.features
+        expected = self._revision(params.get("expected_revision") if fenced else None, 4117, required=False)
         room = self._live(room_id, 4117)
         payload = {"name": name, **({"expected_revision": expected} if expected is not None else {})}
         replay = self._replay(room_id, event_id, payload, 4117, "event_id already exists with different immutable content")
@@ -871,7 +912,8 @@ class FakeGateway:
             raise Refusal(5120, "target does not support a direct RoomLink")
         target_profile = str(params.get("target_profile") or "")
         grant = str(params.get("grant") or "")
-        expected = params.get("expected_grant_sha256")
+        # Without `peer_route_grant_fingerprint` (NousResearch 03b160e) the method drops it.
+        expected = params.get("expected_grant_sha256") if "peer_route_grant_fingerprint" in self.features else None
         if expected is not None and expected and not DIGEST.fullmatch(str(expected)):
             raise Refusal(5120, "expected_grant_sha256 must be a sha256 digest")
         status, probe = self._peer_get(target_url, target_profile, "/v1/room-members/capabilities", grant)
@@ -898,9 +940,10 @@ class FakeGateway:
         if expected is not None and previous_hash not in {expected, incoming}:
             raise Refusal(5120, "peer route changed during reconnect")
         if previous is not None and previous["grant"] != grant:
-            # The superseded grant is revoked exactly on its target before the new one is saved.
+            # The superseded grant is revoked exactly on its target before the new one is saved
+            # (register_peer_route: revoke_grant_exact, never the scope the new grant shares).
             self._peer_call(
-                previous["target_url"], previous["target_profile"], "/v1/room-members/grants/revoke", previous["grant"], {}
+                previous["target_url"], previous["target_profile"], "/v1/room-members/grants/revoke-exact", previous["grant"], {}
             )
         self.links[(room_id, member_id)] = {
             "target_url": target_url,
@@ -1111,7 +1154,7 @@ class FakeGateway:
             claims = self.decode_grant(token.strip()) if scheme.lower() == "hermesroom" else None
             if claims is None or claims["target_profile"] != profile:
                 return self._error(401, "Room authorization is invalid or expired.", "invalid_room_grant")
-            if claims["grant_id"] in self.revoked_grants:
+            if not self.grant_alive(claims):
                 return self._error(403, "Room authorization needs to be renewed.", "room_reauthorization_required")
             scope = {k: claims[k] for k in ("room_id", "home_install_id", "authority_gateway_id", "authority_epoch", "member_id")}
             return 200, {
@@ -1120,13 +1163,47 @@ class FakeGateway:
                 "target_profile": profile,
                 "catalog": self.catalog(profile),
             }
-        if (method, path) in (("POST", "/v1/room-members/grants/revoke"), ("POST", "/v1/room-members/grants/revoke-exact")):
+        if method == "POST" and path in ("/v1/room-members/grants/revoke", "/v1/room-members/grants/revoke-exact"):
+            if body:
+                return self._error(400, "Grant revoke accepts no fields.", "invalid_room_grant_revoke")
             claims = self.decode_grant(token.strip(), for_revocation=True) if scheme.lower() == "hermesroom" else None
             if claims is None or claims["target_profile"] != profile:
                 return self._error(401, "Room authorization is invalid or expired.", "invalid_room_grant")
-            self.revoked_grants.add(claims["grant_id"])  # idempotent: a retried revoke succeeds
+            self.revoke(claims, exact=path.endswith("-exact"))  # idempotent: a retried revoke succeeds
             return 200, {"object": "hermes.room_member.grant.revocation", "revoked": True}
         return self._error(404, "not found", "not_found")
+
+    @staticmethod
+    def scope_key(claims: dict[str, Any]) -> str:
+        """hosted_room_storage._room_grant_scope_key: room, home, authority, epoch, member, target."""
+        keys = ("room_id", "home_install_id", "authority_gateway_id", "authority_epoch", "member_id", "target_install_id")
+        return canonical({k: str(claims[k]) for k in (*keys, "target_profile")})
+
+    @staticmethod
+    def reservation_key(claims: dict[str, Any]) -> tuple[str, str, str]:
+        return str(claims["room_id"]), str(claims["member_id"]), str(claims["target_profile"])
+
+    def revoke(self, claims: dict[str, Any], *, exact: bool) -> None:
+        """revoke_grant_state: `revoke_room_grant_id` retires that one grant; `revoke_room_grant_scope`
+        every grant of its scope issued until now, and the scope's reservation with them."""
+        self.revocations.append(("revoke-exact" if exact else "revoke", claims["grant_id"]))
+        if exact:
+            self.revoked_grants.add(claims["grant_id"])
+            return
+        key = self.scope_key(claims)
+        self.revoked_scopes[key] = max(self.revoked_scopes.get(key, 0.0), time.time())
+        if self.reservation_key(claims) in self.reservations:
+            self.reservations[self.reservation_key(claims)] = True
+
+    def grant_alive(self, claims_or_grant: dict[str, Any] | str) -> bool:
+        """_room_grant_claims: not revoked exactly, issued after its scope's fence, and its
+        reservation still current (room_grant_is_revoked, peer_room_grant_is_current)."""
+        claims = self.decode_grant(claims_or_grant) if isinstance(claims_or_grant, str) else claims_or_grant
+        if claims is None or claims["grant_id"] in self.revoked_grants:
+            return False
+        if float(claims["issued_at"]) <= self.revoked_scopes.get(self.scope_key(claims), -1.0):
+            return False
+        return self.reservations.get(self.reservation_key(claims)) is False
 
     def _invitation(self, profile: str, scheme: str, token: str, body: Any) -> tuple[int, dict[str, Any]]:
         """_handle_room_member_invitation: the profile's API key; exactly the room authority fields."""
@@ -1161,7 +1238,7 @@ class FakeGateway:
             }
         except (ValueError, TypeError) as exc:
             return self._error(400, str(exc), "invalid_room_invitation")
-        self.reservations.add((claims["room_id"], claims["member_id"], profile))  # reserve_peer_room
+        self.reservations[self.reservation_key(claims)] = False  # reserve_peer_room: live again
         return 201, {
             "object": "hermes.room_member.invitation",
             "grant": self.issue_grant(claims),

@@ -130,7 +130,9 @@ def test_seat_renewal_and_a_lost_register_reply(home: Path, manifests: Path, off
     assert new["grant"] != old and new["status"] == "ready"
     register = [p for m, p in office.calls if m == "groups.peer.register"][-1]
     assert register["expected_grant_sha256"] == hashlib.sha256(old.encode()).hexdigest()
-    assert len(spark.revoked_grants) == 1
+    # The superseded grant, exactly (register_peer_route: revoke_grant_exact); the new one lives.
+    assert [route for route, _ in spark.revocations] == ["revoke-exact"]
+    assert not spark.grant_alive(old) and spark.grant_alive(new["grant"])
     entry = json.loads(inventory_text(home))["objects"]["room/Review"]
     assert entry["seats"]["spark/reviewer"]["grant_sha256"] == hashlib.sha256(new["grant"].encode()).hexdigest()
     assert run("plan", fleet, home, "office", "--detailed-exitcode").code == 0
@@ -159,7 +161,8 @@ def test_what_the_contract_does_not_allow_is_said_with_the_step(
     assert run("apply", renamed, home, "office", "--prune").code == 0
     (room,) = office.live().values()
     assert room["name"] == "Review 2" and len(room["members"]) == 4
-    assert len(spark.revoked_grants) == 1  # the old room's grant, revoked by its disband
+    # The old room's grant, revoked by its disband: scope-wide (revoke_room_routes), as a disband should.
+    assert [route for route, _ in spark.revocations] == ["revoke"]
 
 
 def test_a_disband_waits_for_the_member_machine(home: Path, manifests: Path, office: FakeGateway, spark: FakeGateway):
@@ -241,5 +244,88 @@ def test_a_grant_issued_for_a_create_that_failed_is_revoked(home: Path, manifest
     office.refuse["groups.create"] = (4110, "This host has too many active Group Chats. Delete one and try again.", None)
     failed = run("apply", fleet, home, "office")
     assert failed.code == 1 and "too many active Group Chats" in failed.text
-    assert office.live() == {} and len(spark.revoked_grants) == 1  # nothing half-made, the unused grant revoked
+    # Nothing half-made; the unused grant revoked, exactly that one.
+    assert office.live() == {} and [route for route, _ in spark.revocations] == ["revoke-exact"]
     assert run("apply", fleet, home, "office").code == 0
+
+
+def invitations(spark: FakeGateway) -> int:
+    return spark.http_calls.count(("POST", "/v1/room-members/invitations"))
+
+
+def past_retry(home: Path) -> None:
+    """Time passes beyond the seat's backoff (the inventory's retry_after, recorded by apply)."""
+    for path in (home / ".hermes-fleet" / "inventory").glob("*.json"):
+        data = json.loads(path.read_text())
+        for seat in data.get("objects", {}).get("room/Review", {}).get("seats", {}).values():
+            if "retry_after" in seat:
+                seat["retry_after"] = 0
+        path.write_text(json.dumps(data))
+
+
+def test_a_refused_re_seat_keeps_the_live_grant_and_a_later_apply_seats_the_bot(
+    home: Path, manifests: Path, office: FakeGateway, spark: FakeGateway
+):
+    """spark implements the real scope-wide `/grants/revoke`: revoking the refused grant that way
+    would kill the grant the room still uses. Only that grant is retired (`/grants/revoke-exact`)."""
+    fleet = team(manifests, spark)
+    assert run("apply", fleet, spark.home, "spark").code == 0
+    assert run("apply", fleet, home, "office").code == 0
+    room_id = only_room(office)["room_id"]
+    live = office.links[(room_id, "spark.reviewer")]["grant"]
+    office.route_status(room_id, "spark.reviewer", "needs_reauthorization")
+    office.refuse["groups.peer.register"] = (5120, "peer route changed during reconnect", None)
+    refused = run("apply", fleet, home, "office")
+    assert refused.code == 1
+    assert "room/Review: pending: remote member spark/reviewer is not seated" in refused.text
+    assert "peer route changed during reconnect" in refused.text and "tried again after" in refused.text
+    assert spark.grant_alive(live) and office.links[(room_id, "spark.reviewer")]["grant"] == live
+    assert [route for route, _ in spark.revocations] == ["revoke-exact"]  # the refused grant, only
+    # Until the backoff ends, the plan says why the seat waits and apply asks spark for nothing.
+    change = room_object(fleet, home, "office")
+    assert (change["action"], change["reason_code"]) == ("error", "gateway-pending")
+    assert change["reason"].startswith("pending: remote member spark/reviewer is not seated")
+    asked = invitations(spark)
+    assert run("apply", fleet, home, "office").code == 1 and invitations(spark) == asked
+    # Once the backoff is over and the gateway accepts it, the bot is seated.
+    past_retry(home)
+    assert run("apply", fleet, home, "office").code == 0
+    new = office.links[(room_id, "spark.reviewer")]["grant"]
+    assert new != live and spark.grant_alive(new) and not spark.grant_alive(live)
+    seat = json.loads(inventory_text(home))["objects"]["room/Review"]["seats"]["spark/reviewer"]
+    assert "pending" not in seat and seat["grant_sha256"] == hashlib.sha256(new.encode()).hexdigest()
+    assert run("plan", fleet, home, "office", "--detailed-exitcode").code == 0
+
+
+def test_a_room_whose_remote_seat_is_refused_is_kept_and_reported_pending(
+    home: Path, manifests: Path, office: FakeGateway, spark: FakeGateway
+):
+    fleet = team(manifests, spark)
+    assert run("apply", fleet, spark.home, "spark").code == 0
+    office.refuse["groups.peer.register"] = (5120, "peer room authorization failed (HTTP 403)", None)
+    first = run("apply", fleet, home, "office")
+    assert first.code == 1 and "not seated" in first.text and "HTTP 403" in first.text
+    room = only_room(office)  # the room exists and is recorded: no second room later
+    entry = json.loads(inventory_text(home))["objects"]["room/Review"]
+    assert entry["room_id"] == room["room_id"] and entry["seats"]["spark/reviewer"]["attempts"] == 1
+    assert (room["room_id"], "spark.reviewer") not in office.links
+    past_retry(home)
+    assert run("apply", fleet, home, "office").code == 0
+    assert len(office.live()) == 1 and office.writes.count("groups.create") == 1
+    assert office.links[(room["room_id"], "spark.reviewer")]["status"] == "ready"
+    assert run("plan", fleet, home, "office", "--detailed-exitcode").code == 0
+
+
+def test_seats_are_refused_on_a_gateway_without_grant_fingerprints(
+    home: Path, manifests: Path, office: FakeGateway, spark: FakeGateway
+):
+    """Without `peer_route_grant_fingerprint` a lost register reply can never be settled and a
+    renewal cannot be fenced: the room is not created, spark is not asked, and the fix is named."""
+    fleet = team(manifests, spark)
+    assert run("apply", fleet, spark.home, "spark").code == 0
+    office.features.remove("peer_route_grant_fingerprint")
+    change = room_object(fleet, home, "office")
+    assert (change["action"], change["reason_code"]) == ("error", "gateway-unsupported")
+    assert "peer_route_grant_fingerprint" in change["reason"] and "hermes update" in change["reason"]
+    assert run("apply", fleet, home, "office").code == 1
+    assert office.writes == [] and invitations(spark) == 0

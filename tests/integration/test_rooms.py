@@ -545,3 +545,104 @@ def test_watch_converges_rooms_and_no_rooms_leaves_them_out(home: Path, manifest
     # Without the flag, a pass that only reports cannot check the room: partial, not in-sync.
     run = hermes_fleet(*once)
     assert run.code == 1 and json.loads(run.out)["result"] == "partial" and "room/Ops" in json.loads(run.out)["message"]
+
+
+def test_a_gateway_restarted_on_another_port_is_reached_in_the_same_run(home: Path, manifests: Path, gateway: FakeGateway):
+    """The create is applied, its reply lost, and the gateway comes back elsewhere: the read-back
+    that settles the create finds it again through the control socket (new instance, new port)."""
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    before = gateway.port
+    gateway.restart_after.add("groups.create")
+    run = apply(m, home)
+    assert run.code == 0, run.text
+    assert gateway.port != before and gateway.writes.count("groups.create") == 1
+    assert members(only_room(gateway)) == ["alice", "bob"]
+    assert plan(m, home, "--detailed-exitcode").code == 0
+
+
+def test_a_rename_is_never_sent_to_a_gateway_that_does_not_fence_it(home: Path, manifests: Path, gateway: FakeGateway):
+    """An older gateway (no `rename_revision`) ignores expected_revision: a rename there could
+    overwrite a Desktop rename, so it is refused with the upgrade to make, and nothing is sent."""
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+    assert apply(m, home).code == 0
+    gateway.features.remove("rename_revision")
+    renamed = fleet(manifests, [{"name": "Ops2", "renamed_from": "Ops", "members": ["alice", "bob"]}])
+    change = room_change(home, renamed, "Ops2")
+    assert (change["action"], change["reason_code"]) == ("error", "gateway-unsupported")
+    assert "rename_revision" in change["reason"] and "groups protocol 2" in change["reason"]
+    assert "hermes update" in change["reason"] and "not sent" in change["reason"]
+    run = apply(renamed, home)
+    assert run.code == 1 and "rename_revision" in run.text
+    assert "groups.rename" not in gateway.writes and only_room(gateway)["name"] == "Ops"
+    gateway.features.append("rename_revision")  # updated: the rename goes through, fenced
+    assert apply(renamed, home).code == 0
+    assert [p for m_, p in gateway.calls if m_ == "groups.rename"][-1]["expected_revision"] == 1
+
+
+def test_plan_and_apply_list_the_same_writes_in_the_same_order(home: Path, manifests: Path, gateway: FakeGateway):
+    bots = [{"name": n} for n in ("alice", "bob", "carol", "dave")]
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob", "carol"], "who_answers": "lead:carol"}], bots)
+
+    def planned() -> list[str]:
+        change = room_change(home, m, "Ops")
+        return rooms_mod.planned_writes(change["action"], [f["field"] for f in change["fields"]])
+
+    def applied() -> list[str]:
+        run = apply(m, home, "-o", "json")
+        assert run.code == 0, run.text
+        (result,) = [r for r in run.json()["results"] if r["object"] == "room/Ops"]
+        return result["writes"]
+
+    sent = len(gateway.writes)
+    assert planned() == ["groups.create", "groups.policy.update"] == applied() == gateway.writes[sent:]
+    # Rename, drop the leader, lead with a newcomer: the policy is cleared first (the leader
+    # cannot be removed while named), then the roster, then the new lead. The plan shows all four.
+    m = fleet(
+        manifests,
+        [{"name": "Ops 2", "renamed_from": "Ops", "members": ["alice", "bob", "dave"], "who_answers": "lead:dave"}],
+        bots,
+    )
+    change = room_change(home, m, "Ops 2")
+    room = [f for f in change["fields"] if f["field"].startswith("room:")]
+    assert [(f["field"], f["new"]) for f in room] == [
+        ("room:name", "Ops 2"),
+        ("room:who_answers (before members)", "everyone"),
+        ("room:members", ["alice", "bob", "dave"]),
+        ("room:who_answers", "lead:dave"),
+    ]
+    want = ["groups.rename", "groups.policy.update", "groups.members.update", "groups.policy.update"]
+    sent = len(gateway.writes)
+    assert rooms_mod.planned_writes(change["action"], [f["field"] for f in change["fields"]]) == want
+    run = apply(m, home, "-o", "json")
+    assert run.code == 0, run.text
+    assert [r["writes"] for r in run.json()["results"] if r["object"] == "room/Ops 2"] == [want]
+    assert gateway.writes[sent:] == want
+    assert plan(m, home, "--detailed-exitcode").code == 0
+
+
+def test_failures_are_classed_as_the_docs_say(home: Path, manifests: Path, gateway: FakeGateway):
+    m = fleet(manifests, [{"name": "Ops", "members": ["alice", "bob"]}])
+
+    def unreachable_from_now() -> None:
+        gateway.http_status = 503
+
+    # The gateway answered the plan's reads (apply reads twice: before and under its lock), then
+    # failed the apply's own connection: pending, not failed.
+    lists = iter([None, unreachable_from_now])
+    gateway.interfere["groups.list"] = lambda: (next(lists, None) or (lambda: None))()
+    run = apply(m, home)
+    gateway.interfere.clear()
+    assert run.code == 1, run.text
+    assert "room/Ops: pending: gateway unreachable" in run.text and "HTTP 503" in run.text
+    assert "room/Ops: failed" not in run.text and gateway.live() == {}
+    # The create lands, its reply is lost, and the read-back cannot connect: an unknown outcome that
+    # says the room may already exist; the next run finds it by its id family (no second room).
+    gateway.http_status = None
+    gateway.lose_reply.add("groups.create")
+    gateway.interfere["groups.create"] = unreachable_from_now
+    run = apply(m, home)
+    gateway.interfere.clear()
+    assert run.code == 1 and "may already exist" in run.text and "not retried" in run.text
+    gateway.http_status = None
+    assert apply(m, home).code == 0
+    assert len(gateway.live()) == 1 and gateway.writes.count("groups.create") == 1

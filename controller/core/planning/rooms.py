@@ -17,19 +17,23 @@ from typing import Any
 from controller.core import drift
 from controller.core.inventory import room_key, split_key
 from controller.core.rooms import (
+    GRANT_FINGERPRINTS,
     MEMBERS_METHOD,
     POLICY_METHOD,
     REGISTER_METHOD,
+    RENAME_FENCE,
+    RENAME_METHOD,
     RENEW_BEFORE,
     GroupEdit,
     base_room_id,
     capability_problem,
+    converge_steps,
     fleet_prefix,
     groups_of,
     in_family,
-    live_who_answers,
+    live_fields,
     local_members,
-    member_names,
+    missing_feature,
     needed,
     remote_members,
     seat_routes,
@@ -279,10 +283,13 @@ def _create(
         return _no_driver(view, room.name, ", so it cannot create rooms")
     if room.who_answers != "everyone" and POLICY_METHOD not in view.methods:
         return _too_old(view, room.name, POLICY_METHOD, "who_answers")
+    if _peers(room) and (blind := missing_feature(view, GRANT_FINGERPRINTS)):
+        return _err(room.name, Reason.GATEWAY_UNSUPPORTED, f"remote members must be seated, but {blind}")
+    # In the order apply writes: create, register each seat, then the policy.
     fields = [FieldChange("room:name", Op.ADD, None, room.name), FieldChange("room:members", Op.ADD, None, list(room.members))]
+    fields += [FieldChange(f"seat:{m}", Op.ADD, None, "invited and registered") for m in _peers(room)]
     if room.who_answers != "everyone":
         fields.append(FieldChange("room:who_answers", Op.ADD, None, room.who_answers))
-    fields += [FieldChange(f"seat:{m}", Op.ADD, None, "invited and registered") for m in _peers(room)]
     rename = (old_name, room.name) if old_name and old_name != room.name else None
     local = [m for m in room.members if "/" not in m]
     fields += _group_fields(inputs, [GroupEdit(m, add=room.name, rename=rename) for m in local])
@@ -300,32 +307,50 @@ def _create(
 
 def _seat_fields(
     inputs: Inputs, room: Room, live: Mapping[str, Any], entry: Mapping[str, Any], view: GatewayView
-) -> list[FieldChange]:
+) -> tuple[list[FieldChange], list[str]]:
     """Seats of kept peer members that need a (new) grant: no route, a route that needs
-    reauthorization, or this fleet's grant close to its hard expiry."""
+    reauthorization, or this fleet's grant close to its hard expiry. A seat the room's gateway
+    refused is retried after its pause (`retry_after`, recorded by apply); until then it is
+    listed as waiting, with the refusal."""
     if live["room_id"] not in view.routes:
-        return []  # the gateway said nothing about routes (no worker): nothing to judge
+        return [], []  # the gateway said nothing about routes (no worker): nothing to judge
     routes = seat_routes(view.routes[live["room_id"]], live)
     recorded = entry.get("seats") or {}
     now = inputs.now.timestamp()
-    out = []
+    out: list[FieldChange] = []
+    waiting: list[str] = []
     for key in sorted(remote_members(live)):
         if key not in room.members:
             continue
-        route = routes.get(key)
+        need = _seat_need(routes.get(key), recorded.get(key) or {}, now)
+        if need is None:
+            continue
         mine = recorded.get(key) or {}
-        if route is None:
-            out.append(FieldChange(f"seat:{key}", Op.CHANGE, "not registered", "invited and registered"))
-        elif route.get("status") == "needs_reauthorization":
-            out.append(FieldChange(f"seat:{key}", Op.CHANGE, "needs reauthorization", "invited and registered"))
-        elif (
-            mine.get("grant_sha256") == route.get("grant_sha256")
-            and isinstance(ends_at := mine.get("status_expires_at"), int | float)
-            and now >= ends_at - RENEW_BEFORE
-        ):
-            ends = datetime.fromtimestamp(ends_at, UTC).strftime("%Y-%m-%d")
-            out.append(FieldChange(f"seat:{key}", Op.CHANGE, f"grant ends {ends}", "renewed"))
-    return out
+        retry = mine.get("retry_after")
+        if mine.get("pending") and isinstance(retry, int | float) and now < retry:
+            when = datetime.fromtimestamp(retry, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            waiting.append(f"remote member {key} is not seated ({mine['pending']}); tried again after {when}")
+            continue
+        out.append(
+            FieldChange(f"seat:{key}", Op.CHANGE, need, "renewed" if need.startswith("grant ends") else "invited and registered")
+        )
+    return out, waiting
+
+
+def _seat_need(route: Mapping[str, Any] | None, mine: Mapping[str, Any], now: float) -> str | None:
+    """Why a seat needs a new grant (None when its route is fine)."""
+    if route is None:
+        return "not registered"
+    if route.get("status") == "needs_reauthorization":
+        return "needs reauthorization"
+    ends_at = mine.get("status_expires_at")
+    if (
+        mine.get("grant_sha256") == route.get("grant_sha256")
+        and isinstance(ends_at, int | float)
+        and now >= ends_at - RENEW_BEFORE
+    ):
+        return f"grant ends {datetime.fromtimestamp(ends_at, UTC).strftime('%Y-%m-%d')}"
+    return None
 
 
 def _update(
@@ -341,17 +366,17 @@ def _update(
 ) -> ObjectChange:
     applied = entry.get("applied", {})
     fields: list[FieldChange] = []
-    live_members = member_names(live)
-
-    def field(name: str, have: Any, want: Any) -> None:
-        if have != want:
-            drifted = drift.room_field_drifted(applied.get(name), have)
-            fields.append(FieldChange(f"room:{name}", Op.CHANGE, have, want, drift=drifted))
-
-    field("name", live.get("name"), room.name)
-    field("members", live_members, sorted(room.members))
-    field("who_answers", live_who_answers(live), room.who_answers)
-    changed = {f.field for f in fields}
+    have = live_fields(live)
+    # Exactly the writes apply sends, in its order (core.rooms.converge_steps), each as one field.
+    steps = converge_steps(live, room.name, room.members, room.who_answers)
+    for step in steps:
+        key = step.field.partition(":")[2]
+        drifted = key in have and drift.room_field_drifted(applied.get(key), have[key])
+        fields.append(FieldChange(step.field, Op.CHANGE, step.old, step.new, drift=drifted))
+    changed = {
+        "room:name" if s.method == RENAME_METHOD else "room:members" if s.method == MEMBERS_METHOD else "room:who_answers"
+        for s in steps
+    }
     peers = sorted(remote_members(live)) or _peers(room)
     if changed & {"room:members", "room:who_answers"} and peers:
         what = "members" if "room:members" in changed else "who_answers"
@@ -369,7 +394,11 @@ def _update(
         return _too_old(view, room.name, MEMBERS_METHOD, "the member list", ref=room_id)
     if "room:who_answers" in changed and POLICY_METHOD not in view.methods:
         return _too_old(view, room.name, POLICY_METHOD, "who_answers", ref=room_id)
-    seats = _seat_fields(inputs, room, live, entry, view)
+    if "room:name" in changed and (unfenced := missing_feature(view, RENAME_FENCE)):
+        return _err(room.name, Reason.GATEWAY_UNSUPPORTED, f"the room must be renamed, but {unfenced}", room_id)
+    seats, waiting = _seat_fields(inputs, room, live, entry, view)
+    if seats and (blind := missing_feature(view, GRANT_FINGERPRINTS)):
+        return _err(room.name, Reason.GATEWAY_UNSUPPORTED, f"a remote member must be seated, but {blind}", room_id)
     if (changed & {"room:members", "room:who_answers"} or seats) and not view.driver:
         return _no_driver(view, room.name, "", ref=room_id)
     fields += seats
@@ -379,6 +408,8 @@ def _update(
     gone = (set(applied.get("members") or []) | set(local_members(live))) - set(local)
     edits += [GroupEdit(m, remove=(room.name, *old_names)) for m in sorted(gone) if m in inputs.observed.live]
     fields += _group_fields(inputs, edits)
+    if waiting and not fields:
+        return _err(room.name, Reason.GATEWAY_PENDING, "pending: " + "; ".join(waiting), room_id)
     if not fields and action is Action.UPDATE:
         action = Action.NOOP
     return ObjectChange(
@@ -386,7 +417,7 @@ def _update(
         room.name,
         action,
         code,
-        f"{reason}; room id {room_id}",
+        f"{reason}; room id {room_id}" + "".join(f"; {w}" for w in waiting),
         tuple(fields),
         drift=any(f.drift for f in fields),
         ref=room_id,

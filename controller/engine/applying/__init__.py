@@ -31,6 +31,7 @@ class Outcome:
     ok: bool
     error: str = ""
     conflict: bool = False  # it failed because the live object kept changing under us (exit 3)
+    writes: tuple[str, ...] = ()  # a room's gateway writes, in the order they were sent
 
 
 @dataclass
@@ -169,7 +170,7 @@ def apply_plan(
             inputs,
             gateway,
             failed_bots,
-            lambda c, ok, error, conflict=False: report(Outcome(c, ok, error, conflict)),
+            lambda c, ok, error, conflict=False, writes=(): report(Outcome(c, ok, error, conflict, tuple(writes))),
         )
     if on_progress is not None:
         on_progress(len(result.outcomes), total, "")

@@ -11,8 +11,10 @@ docs/rooms.md).
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +27,12 @@ from controller.core.rooms import (
     MEMBERS_METHOD,
     POLICY_METHOD,
     PRUNE_CANCEL_ID,
+    RENAME_FENCE,
+    RENAME_METHOD,
     SEAT_STATUS_TTL,
     SEAT_TTL,
     GroupEdit,
+    converge_steps,
     desired_policy,
     event_id,
     free_handle,
@@ -38,10 +43,12 @@ from controller.core.rooms import (
     local_members,
     member,
     member_names,
+    missing_feature,
     new_room_id,
     peer_member,
     remote_members,
     seat_member_id,
+    seat_retry_after,
     seat_routes,
 )
 from controller.core.types import Action, GatewayView, Inputs, ObjectChange
@@ -49,7 +56,7 @@ from controller.errors import ConflictError, ControllerError, RoomApplyError
 from controller.hermes.naming import peer_env_key
 from controller.manifests.models import Room
 
-Report = Callable[..., None]  # (change, ok, error, conflict=False)
+Report = Callable[..., None]  # (change, ok, error, conflict=False, writes=())
 
 REVISION_CODES = (4117, 4124)  # the room codes of rename and of members/policy updates
 ROSTER_CODES = (5111, 5120)  # the generic codes a refused roster comes back with
@@ -89,22 +96,35 @@ def apply_rooms(
             if waiting:
                 report(change, False, "not applied: " + ", ".join(f"bot/{m}" for m in waiting) + " was not converged")
                 continue
+            mark = len(session.sent) if session is not None else 0
             try:
                 if session is None and change.action is not Action.RELEASE:
                     session = gw.open_session(root, options, writes=True)
-                _apply_room(root, change, inputs, session, options)
-                report(change, True, "")
+                pending = _apply_room(root, change, inputs, session, options)
+                ok, error = not pending, "pending: " + "; ".join(pending) if pending else ""
+                report(change, ok, error, writes=tuple(session.sent[mark:]) if session else ())
+                continue
             except RoomChanged as exc:
-                report(change, False, f"conflict: {exc}", True)
+                ok, error, conflict = False, f"conflict: {exc}", True
             except gw.GatewayOutcomeUnknown as exc:
-                report(change, False, f"{exc}; not retried: the next plan reads the room and finishes the job")
+                ok, error, conflict = False, f"{exc}; not retried: the next plan reads the room and finishes the job", False
             except gw.GatewayRefused as exc:
-                report(change, False, explain(exc, inputs.observed.rooms))
+                ok, error, conflict = False, explain(exc, inputs.observed.rooms), False
             except ControllerError as exc:  # the adapters map every OSError onto the error tree
-                report(change, False, str(exc))
+                ok, error, conflict = False, failure(exc), False
+            report(change, ok, error, conflict, writes=tuple(session.sent[mark:]) if session else ())
     finally:
         if session is not None:
             session.close()
+
+
+def failure(exc: ControllerError) -> str:
+    """A failure as the docs class it: `pending` when nothing answered (try again later), else the error."""
+    if isinstance(exc, gw.GatewayUnavailable):
+        return f"pending: gateway unreachable: {exc}"
+    if isinstance(exc, roomlink.RoomLinkError) and exc.transient:
+        return f"pending: {exc}"
+    return str(exc)
 
 
 def explain(exc: gw.GatewayRefused, view: GatewayView | None) -> str:
@@ -149,7 +169,10 @@ def write_groups(root: Path, edit: GroupEdit, retries: int = 3) -> None:
     fsio.retrying(write, attempts=retries)
 
 
-def _apply_room(root: Path, change: ObjectChange, inputs: Inputs, session: gw.Session | None, options: gw.GatewayOptions) -> None:
+def _apply_room(
+    root: Path, change: ObjectChange, inputs: Inputs, session: gw.Session | None, options: gw.GatewayOptions
+) -> list[str]:
+    """Converge one room; returns why its remote seats are not seated yet (empty: all done)."""
     inventory = inputs.inventory
     name = change.name
     if change.action in (Action.DELETE, Action.RELEASE):
@@ -160,7 +183,7 @@ def _apply_room(root: Path, change: ObjectChange, inputs: Inputs, session: gw.Se
         for bot in entry.get("applied", {}).get("members") or []:
             write_groups(root, GroupEdit(bot, remove=(name,)))
         inventory.objects.pop(room_key(name), None)
-        return
+        return []
     assert session is not None
     room = inputs.state.rooms[name]
     old_entry = (
@@ -169,14 +192,12 @@ def _apply_room(root: Path, change: ObjectChange, inputs: Inputs, session: gw.Se
         or {}
     )
     seats: dict[str, dict[str, Any]] = dict(old_entry.get("seats") or {})
-    if change.action is Action.CREATE:
-        live = _create_room(session, change.ref, room, inputs, options, seats)
-    else:
-        live = _read(session, change.ref)
+    seating = _Seating(inputs, options, seats)
+    live = _create_room(session, change.ref, room, seating) if change.action is Action.CREATE else _read(session, change.ref)
     live = _converge_retrying(session, live, room, inputs)
     renew = [f.field.partition(":")[2] for f in change.fields if f.field.startswith("seat:")]
     if change.action is not Action.CREATE and renew:
-        live = _reseat(session, live, renew, inputs, options, seats)
+        live = _reseat(session, live, renew, seating)
     # Mirror the room on its member bots: the new name in, old names (renames, removed members) out.
     old_names = tuple(
         n
@@ -207,6 +228,7 @@ def _apply_room(root: Path, change: ObjectChange, inputs: Inputs, session: gw.Se
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted"}.get(change.action, "updated")
     entry.setdefault(f"{verb}_at", inventory_file.now_iso())
     entry["updated_at"] = inventory_file.now_iso()
+    return seating.pending
 
 
 def _read(session: gw.Session, room_id: str, *, include_disbanded: bool = False) -> dict[str, Any]:
@@ -255,18 +277,14 @@ def _identities(room: Room) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _create_room(
-    session: gw.Session, base: str, room: Room, inputs: Inputs, options: gw.GatewayOptions, seats: dict[str, dict[str, Any]]
-) -> dict[str, Any]:
+def _create_room(session: gw.Session, base: str, room: Room, seating: _Seating) -> dict[str, Any]:
     """Create the room under a fresh id of its family; an id the gateway retired long ago (purged from
     its lists, so no plan could see it) is replaced by another one."""
     identities = _identities(room)
     for _ in range(CREATE_ATTEMPTS):
         room_id = new_room_id(base, secrets.token_hex(4))
         invites = {
-            name: _invite(inputs, options, name, room_id, epoch=1, member_id=identities[name][0])
-            for name in room.members
-            if "/" in name
+            name: seating.invite(name, room_id, epoch=1, member_id=identities[name][0]) for name in room.members if "/" in name
         }
         members = []
         for name in room.members:
@@ -280,9 +298,11 @@ def _create_room(
             result = session.call("groups.create", {"room_id": room_id, "name": room.name, "members": members})
         except gw.GatewayOutcomeUnknown as lost:
             # Resolve by reading state (a fresh connection), never by sending the create again.
-            live = _try_read(session, room_id)
+            live = _read_back(
+                session, f"groups.create {room_id}", functools.partial(_try_read, session, room_id), "may already exist"
+            )
             if live is not None and live.get("name") == room.name.strip() and member_names(live) == sorted(room.members):
-                return _register_all(session, live, invites, seats)
+                return _register_all(session, live, invites, seating)
             _revoke_all(invites)
             raise gw.GatewayOutcomeUnknown(
                 f"groups.create {room_id}: the reply was lost and the room is {'different' if live else 'not there'} on a re-read"
@@ -295,50 +315,97 @@ def _create_room(
         live = result.get("room")
         if not isinstance(live, dict):
             raise RoomApplyError(f"groups.create {room_id}: no room in the reply")
-        return _register_all(session, live, invites, seats)
+        return _register_all(session, live, invites, seating)
     raise RoomApplyError(
         f"groups.create: the gateway retired each of {CREATE_ATTEMPTS} fresh ids of {base}", hint="run apply again"
     )
 
 
-def _invite(
-    inputs: Inputs, options: gw.GatewayOptions, name: str, room_id: str, *, epoch: int, member_id: str
-) -> roomlink.Invitation:
-    """Ask the member's own gateway for the grant that seats it (over the peer's API server)."""
-    peer, _, profile = name.partition("/")
-    declared = inputs.state.peers.get(peer)
-    key = inputs.observed.env_values.get("", {}).get(peer_env_key(peer))
-    view = inputs.observed.rooms
-    if declared is None or not key or view is None:
-        raise RoomApplyError(f"remote member {name}: peer {peer!r} or its key is not available on this machine")
-    return roomlink.invite(
-        peer,
-        declared.url,
-        key,
-        profile,
-        room_id=room_id,
-        install_id=view.install_id,
-        epoch=epoch,
-        member_id=member_id,
-        ttl=SEAT_TTL,
-        status_ttl=SEAT_STATUS_TTL,
-        timeout=options.timeout,
-    )
+def _read_back(session: gw.Session, what: str, read: Callable[[], Any], unknown: str) -> Any:
+    """Read back after a lost reply; when that read cannot be made either, the outcome stays unknown
+    (and says what may have happened) rather than turning into a connection error."""
+    try:
+        return read()
+    except gw.GatewayRefused:
+        raise
+    except gw.GatewayError as exc:
+        raise gw.GatewayOutcomeUnknown(
+            f"{what}: the reply was lost and the read-back failed too ({exc}); the change {unknown}"
+        ) from exc
+
+
+class _Seating:
+    """Invitations from members' gateways, and the seats they lead to (recorded in `seats`).
+
+    A seat the room's gateway refuses to register is reported as pending with its refusal and
+    recorded with a retry time (attempts back off across runs); the grant issued for it is revoked
+    exactly, and nothing already granted is touched."""
+
+    def __init__(self, inputs: Inputs, options: gw.GatewayOptions, seats: dict[str, dict[str, Any]]) -> None:
+        self.inputs, self.options, self.seats = inputs, options, seats
+        self.pending: list[str] = []
+
+    def invite(self, name: str, room_id: str, *, epoch: int, member_id: str) -> roomlink.Invitation:
+        """Ask the member's own gateway for the grant that seats it (over the peer's API server)."""
+        peer, _, profile = name.partition("/")
+        declared = self.inputs.state.peers.get(peer)
+        key = self.inputs.observed.env_values.get("", {}).get(peer_env_key(peer))
+        view = self.inputs.observed.rooms
+        if declared is None or not key or view is None:
+            raise RoomApplyError(f"remote member {name}: peer {peer!r} or its key is not available on this machine")
+        invitation = roomlink.invite(
+            peer,
+            declared.url,
+            key,
+            profile,
+            room_id=room_id,
+            install_id=view.install_id,
+            epoch=epoch,
+            member_id=member_id,
+            ttl=SEAT_TTL,
+            status_ttl=SEAT_STATUS_TTL,
+            timeout=self.options.timeout,
+        )
+        endpoint = invitation.endpoint
+        if endpoint.get("available") is not True or not isinstance(endpoint.get("url"), str):
+            # Checked before anything is created: the room's gateway could not reach the member.
+            raise roomlink.RoomLinkError(
+                f"remote member {name}: its gateway advertises no RoomLink endpoint ({endpoint.get('reason') or 'unknown'})",
+                hint="on that machine, set gateway.room_link_url (https://, as this machine reaches it) in the bot's or "
+                "the root's config.yaml and restart its gateway; its plan shows the seat",
+            )
+        return invitation
+
+    def seated(self, name: str, member_id: str, invite: roomlink.Invitation) -> None:
+        self.seats[name] = {
+            "member_id": member_id,
+            "grant_sha256": invite.fingerprint,
+            "status_expires_at": invite.status_expires_at,
+        }
+
+    def refused(self, name: str, member_id: str, why: str) -> None:
+        """Keep what the seat had (the live route's grant stays in use), add the refusal and when to retry."""
+        now = self.inputs.now.timestamp()
+        seat = {**self.seats.get(name, {}), "member_id": member_id}
+        attempts = int(seat.get("attempts") or 0) + 1
+        retry = seat_retry_after(attempts, now)
+        self.seats[name] = {**seat, "pending": why, "attempts": attempts, "retry_after": retry}
+        when = datetime.fromtimestamp(retry, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        self.pending.append(f"remote member {name} is not seated: {why}; tried again after {when} (attempt {attempts})")
 
 
 def _revoke_all(invites: Mapping[str, roomlink.Invitation]) -> None:
+    """Grants issued for a room that was not created: revoked exactly, each on its own gateway."""
     for invite in invites.values():
-        url = invite.endpoint.get("url")
-        if invite.endpoint.get("available") is True and isinstance(url, str):
-            roomlink.revoke(url, invite.target_profile, invite.grant)
+        roomlink.revoke_exact(invite)
 
 
 def _register_all(
-    session: gw.Session, live: dict[str, Any], invites: Mapping[str, roomlink.Invitation], seats: dict[str, dict[str, Any]]
+    session: gw.Session, live: dict[str, Any], invites: Mapping[str, roomlink.Invitation], seating: _Seating
 ) -> dict[str, Any]:
     ids = remote_members(live)
     for name, invite in invites.items():
-        _register(session, live, name, ids[name], invite, seats)
+        _register(session, live, name, ids[name], invite, seating)
     return live
 
 
@@ -348,23 +415,17 @@ def _register(
     name: str,
     member_id: str,
     invite: roomlink.Invitation,
-    seats: dict[str, dict[str, Any]],
+    seating: _Seating,
     expected: str | None = None,
 ) -> None:
     """groups.peer.register: the room's gateway probes the member's gateway with the grant and keeps
-    the route. A lost reply is settled by reading the route's grant fingerprint."""
+    the route. A lost reply is settled by reading the route's grant fingerprint; a refusal leaves
+    the seat pending (`_Seating.refused`) and retires exactly the grant it was refused."""
     room_id = str(live["room_id"])
-    endpoint = invite.endpoint
-    if endpoint.get("available") is not True or not isinstance(endpoint.get("url"), str):
-        raise RoomApplyError(
-            f"remote member {name}: its gateway advertises no RoomLink endpoint ({endpoint.get('reason') or 'unknown'})",
-            hint="on that machine, set gateway.room_link_url (https://, as this machine reaches it) in the bot's or the "
-            "root's config.yaml and restart its gateway; its plan shows the seat",
-        )
     params: dict[str, Any] = {
         "room_id": room_id,
         "member_id": member_id,
-        "target_url": endpoint["url"],
+        "target_url": invite.endpoint["url"],
         "target_profile": invite.target_profile,
         "grant": invite.grant,
         "catalog": dict(invite.catalog),
@@ -374,15 +435,22 @@ def _register(
     try:
         session.call("groups.peer.register", params)
     except gw.GatewayOutcomeUnknown as lost:
-        route = seat_routes(_routes(session, room_id), live).get(name) or {}
-        if route.get("grant_sha256") != invite.fingerprint:
+        routes = _read_back(
+            session, f"groups.peer.register {room_id} {name}", lambda: _routes(session, room_id), "may have been made"
+        )
+        if (seat_routes(routes, live).get(name) or {}).get("grant_sha256") != invite.fingerprint:
             raise gw.GatewayOutcomeUnknown(
                 f"groups.peer.register {room_id} {name}: the reply was lost and a re-read shows another route"
             ) from lost
-    except gw.GatewayRefused:
-        roomlink.revoke(str(endpoint["url"]), invite.target_profile, invite.grant)
-        raise
-    seats[name] = {"member_id": member_id, "grant_sha256": invite.fingerprint, "status_expires_at": invite.status_expires_at}
+    except gw.GatewayRefused as exc:
+        if isinstance(exc, gw.GatewayIncompatible):
+            raise
+        route = seat_routes(_routes(session, room_id), live).get(name) or {}
+        if route.get("grant_sha256") != invite.fingerprint:  # never the grant the room's route holds
+            roomlink.revoke_exact(invite)
+        seating.refused(name, member_id, str(exc))
+        return
+    seating.seated(name, member_id, invite)
 
 
 def _routes(session: gw.Session, room_id: str) -> list[Mapping[str, Any]]:
@@ -391,24 +459,22 @@ def _routes(session: gw.Session, room_id: str) -> list[Mapping[str, Any]]:
     return [r for r in routes if isinstance(r, dict)] if isinstance(routes, list) else []
 
 
-def _reseat(
-    session: gw.Session,
-    live: dict[str, Any],
-    names: list[str],
-    inputs: Inputs,
-    options: gw.GatewayOptions,
-    seats: dict[str, dict[str, Any]],
-) -> dict[str, Any]:
+def _reseat(session: gw.Session, live: dict[str, Any], names: list[str], seating: _Seating) -> dict[str, Any]:
     """A new grant for seats with no route, one that needs reauthorization, or one close to its end:
-    invited again for the same member id, registered against the route's current fingerprint."""
+    invited again for the same member id, registered against the route's current fingerprint. A
+    member's gateway that cannot issue one now leaves that seat pending, like a refused register."""
     ids = remote_members(live)
     routes = seat_routes(_routes(session, str(live["room_id"])), live)
     for name in names:
         if name not in ids:
             continue
-        invite = _invite(inputs, options, name, str(live["room_id"]), epoch=int(live["authority_epoch"]), member_id=ids[name])
+        try:
+            invite = seating.invite(name, str(live["room_id"]), epoch=int(live["authority_epoch"]), member_id=ids[name])
+        except roomlink.RoomLinkError as exc:
+            seating.refused(name, ids[name], str(exc))
+            continue
         current = routes.get(name, {}).get("grant_sha256")
-        _register(session, live, name, ids[name], invite, seats, expected=str(current) if current else None)
+        _register(session, live, name, ids[name], invite, seating, expected=str(current) if current else None)
     return live
 
 
@@ -420,7 +486,7 @@ def _converge_retrying(session: gw.Session, live: dict[str, Any], room: Room, in
     first = live
     for _ in range(ATTEMPTS):
         try:
-            return _converge(session, live, room)
+            return _converge(session, live, room, inputs.observed.rooms)
         except _Stale as stale:
             fresh = _try_read(session, str(live["room_id"]))
             if fresh is None:
@@ -459,7 +525,7 @@ def _write(
     try:
         room = session.call(method, params).get("room")
     except gw.GatewayOutcomeUnknown as lost:
-        room = _read(session, room_id)
+        room = _read_back(session, f"{method} {room_id}", lambda: _read(session, room_id), "may have been made")
         if done(room):
             return room
         raise gw.GatewayOutcomeUnknown(
@@ -474,32 +540,25 @@ def _write(
     return room
 
 
-def _converge(session: gw.Session, live: dict[str, Any], room: Room) -> dict[str, Any]:
-    """rename, then who-answers / members in the order the gateway accepts (a leader is never removed first)."""
-    room_id = live["room_id"]
-    if live.get("name") != room.name:
-        payload = {
-            "room_id": room_id,
-            "name": room.name,
-            "expected_revision": live["revision"],
-            "event_id": event_id("rename", room_id, live["revision"], room.name),
-        }
-        live = _write(session, "groups.rename", payload, room_id, lambda r: r.get("name") == room.name)
-    want = sorted(room.members)
-    if member_names(live) != want:
-        roster = _roster(live, room)
-        kept = {m["member_id"] for m in roster}
-        leader = (live.get("responder_policy") or {}).get("leader_member_id")
-        if leader is not None and leader not in kept:
-            # "Change responder policy before removing its leader", whatever the responder mode: go
-            # through a policy the new roster allows.
-            ids = {**local_members(live), **remote_members(live)}
-            lead = room.who_answers.partition(":")[2] if room.who_answers.startswith("lead:") else ""
-            target = room.who_answers if not lead or (lead in ids and ids[lead] in kept) else "everyone"
-            live = _set_policy(session, live, target, ids)
-        live = _set_members(session, live, roster, want)
-    if live_who_answers(live) != room.who_answers:
-        live = _set_policy(session, live, room.who_answers, {**local_members(live), **remote_members(live)})
+def _converge(session: gw.Session, live: dict[str, Any], room: Room, view: GatewayView | None) -> dict[str, Any]:
+    """The writes the plan showed (core.rooms.converge_steps), in its order, each fenced on the
+    revision the previous one left."""
+    for step in converge_steps(live, room.name, room.members, room.who_answers):
+        room_id = live["room_id"]
+        if step.method == RENAME_METHOD:
+            if view is not None and (unfenced := missing_feature(view, RENAME_FENCE)):
+                raise RoomApplyError(f"room {room.name!r} must be renamed, but {unfenced}")
+            payload = {
+                "room_id": room_id,
+                "name": room.name,
+                "expected_revision": live["revision"],
+                "event_id": event_id("rename", room_id, live["revision"], room.name),
+            }
+            live = _write(session, RENAME_METHOD, payload, room_id, lambda r: r.get("name") == room.name)
+        elif step.method == MEMBERS_METHOD:
+            live = _set_members(session, live, _roster(live, room), step.new)
+        else:
+            live = _set_policy(session, live, step.new, {**local_members(live), **remote_members(live)})
     return live
 
 
@@ -545,7 +604,12 @@ def _disband(session: gw.Session, room_id: str) -> None:
     try:
         session.call("groups.disband", {"room_id": room_id, "cancel_id": PRUNE_CANCEL_ID})
     except gw.GatewayOutcomeUnknown as lost:
-        room = _try_read(session, room_id, include_disbanded=True)
+        room = _read_back(
+            session,
+            f"groups.disband {room_id}",
+            lambda: _try_read(session, room_id, include_disbanded=True),
+            "may have been made",
+        )
         if room is None or room.get("disbanded_at"):
             return
         raise gw.GatewayOutcomeUnknown(
