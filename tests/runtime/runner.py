@@ -3,10 +3,12 @@
 `BotRunner` wraps `tests.hermes_support.HermesCLI` (scrubbed environment, throwaway HOME) and adds
 what a running Hermes needs to stay on this machine (docs/hermes/runtime.md#model-calls):
 
-- `OPENROUTER_BASE_URL` = the recording model server. A bot declared `provider: openrouter` keeps
-  its manifest: 0.19.0 takes the OpenRouter endpoint from this variable
-  (`hermes_cli/runtime_provider.py:_resolve_openrouter_runtime`) and still sends the bot's own
-  `OPENROUTER_API_KEY` there.
+- the model: each test fleet declares `env: {OPENROUTER_BASE_URL: <the recording server>}` on
+  its bots, so a bot with `provider: openrouter` keeps its manifest and 0.19.0 sends its requests,
+  with the bot's own `OPENROUTER_API_KEY`, there (`hermes_cli/runtime_provider.py:
+  _resolve_openrouter_runtime`). It must be in the bot's `.env`, not the shell: a cron run reads
+  provider variables from the profile's `.env` only (`cron/scheduler.py:run_one_job` installs
+  `agent/secret_scope.py:build_profile_secret_scope`);
 - the proxy variables = `OutsideGuard`, which refuses and records any other call;
 - `HERMES_DISABLE_LAZY_INSTALLS=1` (`tools/lazy_deps.py:_allow_lazy_installs`): a default
   toolset would otherwise `pip install` a missing optional package into Hermes' own venv;
@@ -66,7 +68,7 @@ class BotRunner:
     def env(self) -> dict[str, str]:
         env = self.cli.env(None)  # HERMES_HOME = the root; `-p <bot>` selects the profile
         env.update(self.guard.env())
-        env.update(OPENROUTER_BASE_URL=self.model.url, TIRITH_ENABLED="false", HERMES_DISABLE_LAZY_INSTALLS="1")
+        env.update(TIRITH_ENABLED="false", HERMES_DISABLE_LAZY_INSTALLS="1")
         return env
 
     def profile(self, bot: str) -> Path:

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -30,31 +31,36 @@ SOUL_ALPHA = "You are Alpha, the runtime bot. Marker: SOUL-ALPHA-7f3."
 SOUL_BETA = "You are Beta, the careful one. Marker: SOUL-BETA-2c1."
 MEMORY_LIMIT = 150
 
-FLEET = {
-    "apiVersion": "hermes-fleet/v1",
-    "kind": "Fleet",
-    "metadata": {"name": "runtime"},
-    "spec": {
-        "bots": [
-            {
-                "name": "alpha",
-                "model": {"provider": "openrouter", "default": "anthropic/claude-sonnet-4"},
-                "toolsets": ["web", "file"],
-                "soul": SOUL_ALPHA + "\n",
-                "env": {"OPENROUTER_API_KEY": {"from_env": "RUNTIME_OR_KEY"}},
-                "mcp_servers": {"crm": {"url": "http://127.0.0.1:9/mcp"}},
-            },
-            {
-                "name": "beta",
-                "model": {"provider": "openrouter", "default": "openai/gpt-5"},
-                "soul": SOUL_BETA + "\n",
-                "env": {"OPENROUTER_API_KEY": {"from_env": "RUNTIME_OR_KEY"}},
-                "skills": {"disabled": ["rt-hidden"]},
-                "config": {"memory": {"memory_char_limit": MEMORY_LIMIT}},
-            },
-        ]
-    },
-}
+
+def fleet(model_url: str) -> dict[str, Any]:
+    """The manifest; each bot reaches OpenRouter through `model_url` (docs/hermes/runtime.md#model-calls)."""
+    env = {"OPENROUTER_API_KEY": {"from_env": "RUNTIME_OR_KEY"}, "OPENROUTER_BASE_URL": model_url}
+    return {
+        "apiVersion": "hermes-fleet/v1",
+        "kind": "Fleet",
+        "metadata": {"name": "runtime"},
+        "spec": {
+            "bots": [
+                {
+                    "name": "alpha",
+                    "model": {"provider": "openrouter", "default": "anthropic/claude-sonnet-4"},
+                    "toolsets": ["web", "file"],
+                    "soul": SOUL_ALPHA + "\n",
+                    "env": env,
+                    "mcp_servers": {"crm": {"url": "http://127.0.0.1:9/mcp"}},
+                },
+                {
+                    "name": "beta",
+                    "model": {"provider": "openrouter", "default": "openai/gpt-5"},
+                    "soul": SOUL_BETA + "\n",
+                    "env": env,
+                    "skills": {"disabled": ["rt-hidden"]},
+                    "config": {"memory": {"memory_char_limit": MEMORY_LIMIT}},
+                },
+            ]
+        },
+    }
+
 
 # Two skills a user installed by hand into beta's own skills folder (Hermes' layout:
 # skills/<name>/SKILL.md with a YAML front matter, agent/skill_utils.py:parse_frontmatter).
@@ -89,7 +95,7 @@ def runner(
     tmp_path_factory: pytest.TempPathFactory, hermes_binary: Path, model: ModelServer, guard: OutsideGuard
 ) -> Iterator[BotRunner]:
     base = tmp_path_factory.mktemp("runtime-turn")
-    (base / "fleet.yaml").write_text(yaml.safe_dump(FLEET, sort_keys=False))
+    (base / "fleet.yaml").write_text(yaml.safe_dump(fleet(model.url), sort_keys=False))
     home = base / "hermes"
     home.mkdir()
     with pytest.MonkeyPatch.context() as mp:
