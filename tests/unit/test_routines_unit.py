@@ -19,13 +19,28 @@ from controller.manifests.models import Routine
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # a Monday
 
 # Desktop's `routinePrompt` for a bot that is not the active profile (docs/hermes/bot-mode.md#routines),
-# spelled out literally here so a drift in the template fails this test.
+# spelled out literally here so a drift in the template fails this test. hermes-fleet no longer writes
+# it (0.19.0 cannot run it); it reads it back from adopted Desktop jobs.
 EXPECTED_V2 = (
     "[bot-mode:routine:v2] You are running the scheduled routine \"Tea 'n' talk\" for agent 'alpha'. "
     "Execute it AS that agent so the run lands in its own history: run this in the terminal and relay the "
     "output:\n\nhermes -p 'alpha' chat -c 'Routine: Tea '\"'\"'n'\"'\"' talk' "
     "-q '[Scheduled routine] Say \"hi\"\nto '\"'\"'all'\"'\"''\n\nIf the command fails, report the error instead."
 )
+
+
+def _q(value: str) -> str:
+    return "'" + value.replace("'", "'\"'\"'") + "'"
+
+
+def desktop_v2(bot: str, title: str, instruction: str) -> str:
+    """Desktop's `routinePrompt` (cron-prompt.ts @416ebc2) for a bot that is not the active profile."""
+    return (
+        f"[bot-mode:routine:v2] You are running the scheduled routine \"{title}\" for agent '{bot}'. "
+        "Execute it AS that agent so the run lands in its own history: run this in the terminal and relay "
+        f"the output:\n\nhermes -p {_q(bot)} chat -c {_q('Routine: ' + title)} "
+        f"-q {_q('[Scheduled routine] ' + instruction)}\n\nIf the command fails, report the error instead."
+    )
 
 
 def r(**kw: object) -> Routine:
@@ -38,35 +53,23 @@ def test_job_name_trims_the_title() -> None:
     assert re.match(r"^\[bot:([a-z0-9][a-z0-9_-]*)\]\s*", routines.job_name("a-b_1", "x"), re.I)
 
 
-def test_v2_prompt_matches_desktop_byte_for_byte() -> None:
-    assert routines.routine_prompt("alpha", "Tea 'n' talk", "Say \"hi\"\nto 'all'") == EXPECTED_V2
-    assert EXPECTED_V2.startswith(routines.SAFE_ROUTINE_MARKER)
-    # Desktop's legacy-unsafe test: tagged and starting with the unmarked sentence -> auto-paused.
-    assert not EXPECTED_V2.startswith('You are running the scheduled routine "')
+def test_the_prompt_is_the_instruction_itself() -> None:
+    """Every bot's job carries the bare instruction, as `hermes cron create` stores it: no delegation."""
+    assert routines.routine_prompt("  Just do it\n") == "Just do it"
+    assert routines.routine_prompt("") == ""  # a script-only job has no prompt
+    for bot in ("default", "alpha"):
+        prompt = routines.desired_fields(bot, r(prompt="Say 'hi'"))["prompt"]
+        assert prompt == "Say 'hi'"
+        assert not prompt.startswith((routines.SAFE_ROUTINE_MARKER, routines.LEGACY_SENTENCE))
 
 
-def test_default_bot_gets_the_bare_instruction() -> None:
-    assert routines.routine_prompt("default", "T", "Just do it") == "Just do it"
-    assert routines.routine_prompt("alpha", "T", "") == ""  # a script-only job has no prompt
-
-
-def test_v2_prompt_survives_a_shell() -> None:
-    """The quoted arguments are what `sh` hands to hermes, whatever the title and instruction hold."""
-    import shlex
-
+def test_the_desktop_v2_form_is_read_back_as_its_instruction() -> None:
+    """Desktop's template, built literally, unwraps to the instruction whatever the shell quoting."""
+    assert desktop_v2("alpha", "Tea 'n' talk", "Say \"hi\"\nto 'all'") == EXPECTED_V2
+    assert routines.instruction_of(EXPECTED_V2) == "Say \"hi\"\nto 'all'"
+    assert routines.is_delegation(EXPECTED_V2) and not routines.is_delegation("Say hi")
     title, instruction = "it's $HOME `x`", "rm -rf / ; echo 'ok' \"q\"\nline2"
-    prompt = routines.routine_prompt("bot", title, instruction)
-    command = prompt[prompt.index("hermes -p") : prompt.rindex("\n\nIf the command fails")]
-    assert shlex.split(command) == [
-        "hermes",
-        "-p",
-        "bot",
-        "chat",
-        "-c",
-        f"Routine: {title}",
-        "-q",
-        f"[Scheduled routine] {instruction}",
-    ]
+    assert routines.instruction_of(desktop_v2("bot", title, instruction)) == instruction
 
 
 def test_desired_fields_defaults_and_normalisation() -> None:
@@ -180,7 +183,7 @@ def test_update_job_touches_only_changed_fields_and_keeps_runtime() -> None:
     before = copy.deepcopy(job)
     routine = r(prompt="New words", repeat=10)
     routines.update_job(job, "alpha", routine, {"prompt", "repeat"}, NOW)
-    assert job["prompt"] == routines.routine_prompt("alpha", "Digest", "New words")
+    assert job["prompt"] == "New words"
     assert job["repeat"] == {"times": 10, "completed": 3}
     assert {k: v for k, v in job.items() if k not in ("prompt", "repeat")} == {
         k: v for k, v in before.items() if k not in ("prompt", "repeat")
@@ -227,14 +230,22 @@ def test_live_fields_read_hermes_variants() -> None:
 
 
 def test_prompt_forms_compare_by_instruction_but_a_v2_text_must_match_exactly() -> None:
-    v2 = routines.routine_prompt("alpha", "Digest", "Do it")
-    assert routines.instruction_of(v2) == "Do it"
-    assert routines.same("prompt", "Do it", v2)  # made in Desktop while alpha was active: the same routine
-    assert routines.same("prompt", v2, "Do it")
-    assert not routines.same("prompt", routines.routine_prompt("alpha", "Old", "Do it"), v2)  # renamed
-    assert not routines.same("prompt", routines.routine_prompt("beta", "Digest", "Do it"), v2)
+    v2 = desktop_v2("alpha", "Digest", "Do it")
+    assert routines.same("prompt", v2, "Do it")  # a Desktop-made job, adopted: the same routine
+    assert routines.same("prompt", "Do it", v2)  # an inventory written by an earlier fleet
+    assert not routines.same("prompt", desktop_v2("alpha", "Old", "Do it"), v2)  # renamed
+    assert not routines.same("prompt", desktop_v2("beta", "Digest", "Do it"), v2)
     assert not routines.same("prompt", "Do it differently", v2)
     assert not routines.same("name", "a", "b") and routines.same("skills", ["a"], ["a"])
+
+
+def test_only_the_fleets_own_v2_text_is_stale() -> None:
+    """A v2 prompt the fleet applied itself is rewritten bare; an adopted Desktop one is left alone."""
+    v2 = desktop_v2("alpha", "Digest", "Do it")
+    assert routines.stale_form("prompt", v2, v2)
+    assert not routines.stale_form("prompt", v2, "Do it")  # adopted: the inventory holds the bare text
+    assert not routines.stale_form("prompt", "Do it", "Do it")
+    assert not routines.stale_form("name", v2, v2)
 
 
 @pytest.mark.parametrize("workdir", ["relative/dir", "/no/such/folder/anywhere"])
