@@ -18,11 +18,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller.errors import RefusedValue
-from controller.hermes import schedules
+from controller.hermes import cronjobs, schedules
 from controller.manifests.models import Routine
 
-SAFE_ROUTINE_MARKER = "[bot-mode:routine:v2] "  # the Desktop's delegation form (read, never written)
-LEGACY_SENTENCE = 'You are running the scheduled routine "'  # the Desktop auto-pauses a job starting so
+SAFE_ROUTINE_MARKER = cronjobs.DELEGATION_MARKER  # the Desktop's delegation form (read, never written)
+LEGACY_SENTENCE = cronjobs.LEGACY_SENTENCE  # the Desktop auto-pauses a tagged job starting so
 ONESHOT_GRACE_SECONDS = 120  # Hermes refuses a one-shot further in the past than this
 # The job fields a routine manages; every other field (next_run_at, last_*, repeat.completed,
 # claims, snapshots, origin, created_at, unknown keys) belongs to Hermes and is kept as it is.
@@ -45,7 +45,10 @@ MANAGED = (
     "paused_reason",
 )
 # Managed fields stored in the job exactly as desired_fields gives them (the others need shaping).
-COPIED = frozenset(MANAGED) - {"schedule", "skills", "repeat", "paused", "paused_reason"}
+COPIED = frozenset(MANAGED) - {"schedule", "skills", "repeat", "paused", "paused_reason", "context_from"}
+# How a live `context_from: ["self"]` (the Desktop's continuity, written literally) reads back: 0.19.0
+# takes job ids only and skips it, so it differs from the routine's `self` and apply rewrites it.
+UNRESOLVED_SELF = "self (not a job id: skipped by Hermes 0.19.0)"
 
 
 def job_name(bot: str, title: str) -> str:
@@ -123,6 +126,22 @@ def desired_fields(bot: str, routine: Routine) -> dict[str, Any]:
     }
 
 
+def job_context_from(wanted: list[str] | None, job_id: str) -> list[str] | None:
+    """The stored `context_from`: `self` written as the job's own id (0.19.0 reads job ids only)."""
+    return [job_id if source == cronjobs.SELF else source for source in wanted] if wanted else None
+
+
+def manifest_context_from(job: Mapping[str, Any], unresolved: str = cronjobs.SELF) -> list[str] | None:
+    """A job's `context_from` as a manifest says it: its own id is `self`; a literal `self` is `unresolved`."""
+    stored = job.get("context_from")
+    if isinstance(stored, str):
+        stored = [stored]
+    if not isinstance(stored, list) or not stored:
+        return None
+    own = str(job.get("id"))
+    return [cronjobs.SELF if source == own else unresolved if source == cronjobs.SELF else source for source in stored]
+
+
 def live_fields(job: Mapping[str, Any]) -> dict[str, Any]:
     """The same managed fields read back from a job record (as Hermes would interpret it)."""
     schedule = v if isinstance(v := job.get("schedule"), dict) else {}
@@ -141,7 +160,7 @@ def live_fields(job: Mapping[str, Any]) -> dict[str, Any]:
         "base_url": job.get("base_url"),
         "script": job.get("script"),
         "no_agent": bool(job.get("no_agent")),
-        "context_from": job.get("context_from") or None,
+        "context_from": manifest_context_from(job, UNRESOLVED_SELF),
         "enabled_toolsets": job.get("enabled_toolsets") or None,
         "workdir": job.get("workdir"),
         "deliver": job.get("deliver") or "local",
@@ -181,8 +200,9 @@ def new_job(bot: str, routine: Routine, now: datetime, job_id: str | None = None
     fields = desired_fields(bot, routine)
     parsed = schedules.parse(routine.schedule, tz=now.tzinfo)
     skills = fields["skills"]
+    job_id = job_id or new_job_id()
     job = {
-        "id": job_id or new_job_id(),
+        "id": job_id,
         "name": fields["name"],
         "prompt": fields["prompt"],
         "skills": skills,
@@ -194,7 +214,7 @@ def new_job(bot: str, routine: Routine, now: datetime, job_id: str | None = None
         "base_url": fields["base_url"],
         "script": fields["script"],
         "no_agent": fields["no_agent"],
-        "context_from": fields["context_from"],
+        "context_from": job_context_from(fields["context_from"], job_id),
         "schedule": parsed.as_hermes(now),
         "schedule_display": parsed.display,
         "repeat": {"times": fields["repeat"], "completed": 0},
@@ -223,6 +243,8 @@ def update_job(job: dict[str, Any], bot: str, routine: Routine, changed: set[str
     fields = desired_fields(bot, routine)
     for key in changed & COPIED:
         job[key] = fields[key]
+    if "context_from" in changed:
+        job["context_from"] = job_context_from(fields["context_from"], str(job.get("id")))
     if "skills" in changed:
         job["skills"] = fields["skills"]
         job["skill"] = fields["skills"][0] if fields["skills"] else None

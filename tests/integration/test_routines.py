@@ -102,8 +102,8 @@ def test_every_field_lands_on_the_job_key_hermes_reads(home: Path, manifests: Pa
                     "prompt": "Summarize today's news",
                     "skills": ["arxiv", "notes"],
                     "model": "anthropic/claude-opus-4",
-                    "provider": "openrouter",
-                    "base_url": "https://openrouter.ai/api/v1/",
+                    "provider": "custom",
+                    "base_url": "https://llm.example/v1/",
                     "deliver": "bot-chat",
                     "toolsets": ["web", "terminal"],
                     "workdir": str(workdir),
@@ -122,13 +122,13 @@ def test_every_field_lands_on_the_job_key_hermes_reads(home: Path, manifests: Pa
     assert digest["schedule"] == {"kind": "cron", "expr": "0 9 * * 1-5", "display": "0 9 * * 1-5"}
     assert digest["schedule_display"] == "0 9 * * 1-5"
     assert digest["skills"] == ["arxiv", "notes"] and digest["skill"] == "arxiv"
-    assert (digest["model"], digest["provider"]) == ("anthropic/claude-opus-4", "openrouter")
-    assert digest["base_url"] == "https://openrouter.ai/api/v1"  # Hermes strips the trailing slash too
+    assert (digest["model"], digest["provider"]) == ("anthropic/claude-opus-4", "custom")
+    assert digest["base_url"] == "https://llm.example/v1"  # Hermes strips the trailing slash too
     assert digest["deliver"] == "bot-chat"
     assert digest["enabled_toolsets"] == ["web", "terminal"]
     assert digest["workdir"] == str(workdir)
     assert digest["repeat"] == {"times": 5, "completed": 0}
-    assert digest["context_from"] == ["self"]
+    assert digest["context_from"] == [digest["id"]]  # 0.19.0 takes job ids only: `self` is the job's own
     assert digest["script"] is None and digest["no_agent"] is False
     assert (digest["enabled"], digest["state"], digest["paused_at"]) == (True, "scheduled", None)
     assert digest["origin"] is None and digest["last_run_at"] is None
@@ -649,3 +649,13 @@ def test_plan_shows_next_runs_and_validate_warns_on_frequent_schedules(home: Pat
     assert warning.count(":") >= 6  # three HH:MM run times
     assert "Daily" not in run.text and "30 6" not in run.text  # a daily schedule is fine
     assert hermes_fleet("validate", "--strict", "-f", manifest).code == 2
+
+
+def test_deliver_bot_chat_is_a_warning_on_a_hermes_without_bot_mode(home: Path, manifests: Path) -> None:
+    """0.19.0's cron delivery has no `bot-chat` target: the plan says so (docs/hermes/cron.md#delivery)."""
+    manifest = fleet(manifests, {"alpha": [{"name": "Digest", "schedule": "every 1h", "prompt": "x", "deliver": "bot-chat"}]})
+    old = plan(manifest, home, "--hermes-version", "0.19.0")
+    assert "deliver: bot-chat has no reader on Hermes 0.19.0" in old.out and "alpha/Digest" in old.out
+    assert "deliver: bot-chat" not in plan(manifest, home, "--hermes-version", "0.20.0").out
+    local = fleet(manifests, {"alpha": [{"name": "Digest", "schedule": "every 1h", "prompt": "x"}]})
+    assert "deliver: bot-chat" not in plan(local, home, "--hermes-version", "0.19.0").out

@@ -6,6 +6,7 @@ import copy
 import json
 import re
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -14,6 +15,7 @@ from controller.core import jobs as routines
 from controller.engine import observing
 from controller.engine.applying import routines as applying_routines
 from controller.errors import RefusedValue
+from controller.manifests import loading, validating
 from controller.manifests.models import Routine
 
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # a Monday
@@ -253,3 +255,78 @@ def test_a_workdir_hermes_would_refuse_is_refused(workdir: str) -> None:
     with pytest.raises(RefusedValue, match="workdir"):
         applying_routines.check_workdir(r(workdir=workdir))
     applying_routines.check_workdir(r(workdir="/"))
+
+
+# --- what Hermes 0.19.0 does with a routine's own fields (docs/hermes/cron.md) ---------------------
+
+
+def validate_routine(tmp_path: Path, **fields: object) -> validating.ValidationResult:
+    """The diagnostics of one routine of bot `a`, validated from a real manifest file."""
+    routine = {"name": "r", "schedule": "every 1h", "prompt": "x", **fields}
+    manifest = {"apiVersion": "hermes-fleet/v1", "kind": "Fleet", "metadata": {"name": "acme"}}
+    manifest["spec"] = {"bots": [{"name": "a", "routines": [routine]}]}
+    path = tmp_path / "fleet.yaml"
+    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    loaded, problems = loading.load_files(loading.discover([str(path)]))
+    assert problems == []
+    return validating.validate(loaded, now=NOW)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "You are running the scheduled routine \"Digest\" for agent 'a'. Do it.",
+        "  " + EXPECTED_V2,  # the v2 text itself would be read back as a delegation
+    ],
+)
+def test_an_instruction_in_bot_modes_own_words_is_refused_at_its_line(tmp_path: Path, prompt: str) -> None:
+    result = validate_routine(tmp_path, prompt=prompt)
+    (error,) = result.errors
+    assert error.path == "spec.bots[0].routines[0].prompt" and error.line > 1 and error.file.endswith("fleet.yaml")
+    assert "auto-pauses" in error.message and error.hint
+    assert result.state is None  # nothing is planned or written
+    assert not validate_routine(tmp_path, prompt='Say: You are running the scheduled routine "x"').errors
+
+
+@pytest.mark.parametrize(
+    ("provider", "refused"),
+    [
+        (None, "requires an explicit provider"),
+        ("openrouter", "not allowed for provider 'openrouter'"),
+        ("anthropic", "not allowed for provider 'anthropic'"),
+        ("custom", ""),
+        ("Custom", ""),  # Hermes compares lower-cased
+    ],
+)
+def test_a_base_url_hermes_credential_guard_blocks_is_refused(tmp_path: Path, provider: str | None, refused: str) -> None:
+    fields: dict[str, object] = {"base_url": "http://127.0.0.1:9/v1"}
+    if provider:
+        fields["provider"] = provider
+    errors = validate_routine(tmp_path, **fields).errors
+    if not refused:
+        assert errors == []
+        return
+    (error,) = errors
+    assert error.path == "spec.bots[0].routines[0].base_url" and refused in error.message
+    assert "provider: custom" in error.hint
+
+
+def test_context_from_self_is_the_jobs_own_id_and_reads_back_as_self() -> None:
+    job = routines.new_job("alpha", r(context_from=["self"]), NOW, job_id="0123456789ab")
+    assert job["context_from"] == ["0123456789ab"]  # what 0.19.0's context injection reads
+    assert routines.live_fields(job)["context_from"] == ["self"]
+    assert routines.desired_fields("alpha", r(context_from=["self"]))["context_from"] == ["self"]
+    # A literal "self" (the Desktop's continuity) is skipped by 0.19.0: it differs, so apply rewrites it.
+    literal = {**job, "context_from": ["self"]}
+    assert routines.live_fields(literal)["context_from"] == [routines.UNRESOLVED_SELF]
+    routines.update_job(literal, "alpha", r(context_from=["self"]), {"context_from"}, NOW)
+    assert literal["context_from"] == ["0123456789ab"]
+    # Export gives the manifest's word back either way.
+    assert routines.manifest_context_from(job) == routines.manifest_context_from({**job, "context_from": ["self"]}) == ["self"]
+
+
+def test_a_context_from_that_is_no_job_id_is_a_warning(tmp_path: Path) -> None:
+    result = validate_routine(tmp_path, context_from=["self", "0123456789ab", "Digest"])
+    assert result.errors == []
+    (warning,) = result.warnings
+    assert warning.path == "spec.bots[0].routines[0].context_from[2]" and "not a cron job id" in warning.message
