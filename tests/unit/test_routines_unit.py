@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from controller.core import health
 from controller.core import jobs as routines
 from controller.engine import observing
 from controller.engine.applying import routines as applying_routines
@@ -330,3 +331,44 @@ def test_a_context_from_that_is_no_job_id_is_a_warning(tmp_path: Path) -> None:
     assert result.errors == []
     (warning,) = result.warnings
     assert warning.path == "spec.bots[0].routines[0].context_from[2]" and "not a cron job id" in warning.message
+
+
+# --- status: a bot whose routines can never fire (docs/routines.md#who-runs-the-routines) -----------
+
+
+def runtime_of(gateway: health.GatewayRuntime) -> health.BotRuntime:
+    routine = health.RoutineRuntime("alpha/Digest", "0123456789ab", found=True, state="scheduled")
+    now = NOW.timestamp()
+    return health.BotRuntime("alpha", "custom", frozenset(), frozenset(), now, now, gateway, (routine,))
+
+
+def test_a_bot_served_only_by_a_0_19_multiplexer_has_routines_that_never_fire() -> None:
+    """0.19.0's multiplexing root gateway answers the bot's chats but ticks only the root's store."""
+    served = health.GatewayRuntime(True, 42, "running", "root", ticks_store=False)
+    (finding,) = [f for f in health.evaluate([runtime_of(served)], NOW.timestamp()).findings if f.subject == "bot/alpha"]
+    assert (finding.code, finding.severity) == ("gateway-down", "error")
+    assert "root gateway (pid 42)" in finding.message and "hermes -p alpha gateway run" in finding.message
+    ticking = health.GatewayRuntime(True, 42, "running", "root", ticks_store=True)  # main ticks served stores
+    assert not [f for f in health.evaluate([runtime_of(ticking)], NOW.timestamp()).findings if f.code == "gateway-down"]
+    down = health.evaluate([runtime_of(health.GatewayRuntime(False))], NOW.timestamp())
+    assert [f.code for f in down.findings if f.subject == "bot/alpha"] == ["gateway-down"] and not down.healthy
+
+
+def test_the_engine_asks_the_hermes_version_whether_the_multiplexer_ticks(tmp_path: Path) -> None:
+    """A live multiplexing root gateway (this process, as 0.19.0 records it) serving alpha, with an owned routine."""
+    import os
+
+    from controller.core.inventory import Inventory
+    from controller.engine import health as engine_health
+
+    root = tmp_path / "home"
+    (root / "profiles" / "alpha" / "cron").mkdir(parents=True)
+    job = routines.new_job("alpha", r(), NOW, job_id="0123456789ab")
+    (root / "profiles" / "alpha" / "cron" / "jobs.json").write_text(json.dumps({"jobs": [job]}))
+    state = {"pid": os.getpid(), "gateway_state": "running", "served_profiles": ["default", "alpha"]}
+    (root / "gateway_state.json").write_text(json.dumps(state))
+    inventory = Inventory("acme", objects={"routine/alpha/Digest": {"job_id": "0123456789ab", "applied": {}}})
+    old = engine_health.check(root, "acme", inventory=inventory, hermes_version="0.19.0", now=NOW.timestamp())
+    assert ("gateway-down", "bot/alpha") in {(f.code, f.subject) for f in old.findings}
+    new = engine_health.check(root, "acme", inventory=inventory, hermes_version="0.20.0", now=NOW.timestamp())
+    assert ("gateway-down", "bot/alpha") not in {(f.code, f.subject) for f in new.findings}
