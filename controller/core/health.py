@@ -7,7 +7,8 @@ findings, each with a stable `code`:
 |---|---|---|
 | `routine-failed` | error | a routine's last run ended `last_status: error` in its cron store |
 | `routine-delivery-failed` | warning | its last result could not be delivered (`last_delivery_error`) |
-| `gateway-down` | error | a bot has enabled routines and nothing ticks its cron store: no gateway runs for it, or only a multiplexing root gateway that (on 0.19.0) ticks its own store alone. Its routines never fire |
+| `gateway-down` | error | a bot has enabled routines and nothing ticks its cron store (no gateway of its own; a 0.19.0 |
+|                |       | multiplexing root gateway ticks the root's store alone): its routines never fire |
 | `ticker-stalled` | error | its gateway runs but the cron ticker's heartbeat is older than Hermes' own limit |
 | `ticker-failing` | warning | the heartbeat is fresh but no tick has succeeded within that limit |
 | `credentials-missing` | error | the bot's model provider needs a credential found neither in its `.env` nor in `auth.json` |
@@ -156,7 +157,7 @@ def credential_source(bot: BotRuntime) -> str | None:
 
 
 def _no_ticker(bot: BotRuntime, active: int) -> str:
-    start = f"start `hermes -p {bot.bot} gateway run` (the hermes-fleet-gateway@{bot.bot} service: docs/routines.md#who-runs-the-routines)"
+    start = f"start `hermes -p {bot.bot} gateway run` (the hermes-gateway@{bot.bot} service; docs/routines.md)"
     if bot.gateway.running:
         return (
             f"the root gateway (pid {bot.gateway.pid}) serves this bot's chats, but its cron ticker runs only the root's "
