@@ -68,14 +68,6 @@ def fleet(model_url: str) -> dict[str, Any]:
 
 
 DELEGATION_MARKS = ("hermes -p", "run this in the terminal", "[bot-mode:routine:v2]", "Routine: ")
-ROUTINES_BRANCH = (
-    "named bots' routines are still written in the Desktop's v2 terminal-delegation form; the bare "
-    "instruction lands with branch `routines` (issue 26 item 2)"
-)
-CONTEXT_FROM_SELF = (
-    "`context_from: [self]` is still written as the literal 'self', which 0.19.0 skips (job ids only: "
-    "cron/scheduler.py:_build_job_prompt); its translation lands with branch `routines` (issue 26 item 3)"
-)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +131,6 @@ def test_the_routine_runs_as_its_bot_with_the_routines_model(morning: Run) -> No
     assert "Ran now: succeeded" in morning.proc.stdout
 
 
-@pytest.mark.xfail(strict=True, reason=ROUTINES_BRANCH)
 def test_the_instruction_itself_reaches_the_model(morning: Run) -> None:
     (request,) = morning.requests
     assert MORNING in request.user_text
@@ -167,7 +158,6 @@ def test_local_delivery_is_the_output_file_hermes_writes(runner: BotRunner, morn
     assert record["last_status"] == "ok" and record["last_delivery_error"] is None
 
 
-@pytest.mark.xfail(strict=True, reason=CONTEXT_FROM_SELF)
 def test_context_from_self_feeds_the_previous_output(runner: BotRunner) -> None:
     cron_run(runner, "Follow-up")
     second = cron_run(runner, "Follow-up")
