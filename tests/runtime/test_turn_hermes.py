@@ -171,7 +171,7 @@ def test_the_memory_limit_is_what_the_memory_tool_enforces(turns: dict[str, Run]
 
 def test_no_mcp_tools_without_the_mcp_library(runner: BotRunner, turns: dict[str, Run]) -> None:
     """0.19.0's venv has no `mcp` package: tools/mcp_tool.py:discover_mcp_tools returns nothing,
-    so a declared server adds no tool (docs/hermes/runtime.md#mcp)."""
+    so a declared server adds no tool (docs/hermes/runtime.md#model-calls)."""
     has_mcp = runner.probe("alpha", "import importlib.util, json; print(json.dumps(importlib.util.find_spec('mcp') is not None))")
     if has_mcp:
         pytest.skip("the `mcp` library is installed here: the MCP-present case needs a loopback MCP server (not built yet)")
