@@ -7,7 +7,8 @@ findings, each with a stable `code`:
 |---|---|---|
 | `routine-failed` | error | a routine's last run ended `last_status: error` in its cron store |
 | `routine-delivery-failed` | warning | its last result could not be delivered (`last_delivery_error`) |
-| `gateway-down` | error | a bot has enabled routines and no gateway runs for it: its routines never fire |
+| `gateway-down` | error | a bot has enabled routines and nothing ticks its cron store (no gateway of its own; a 0.19.0 |
+|                |       | multiplexing root gateway ticks the root's store alone): its routines never fire |
 | `ticker-stalled` | error | its gateway runs but the cron ticker's heartbeat is older than Hermes' own limit |
 | `ticker-failing` | warning | the heartbeat is fresh but no tick has succeeded within that limit |
 | `credentials-missing` | error | the bot's model provider needs a credential found neither in its `.env` nor in `auth.json` |
@@ -64,6 +65,7 @@ class GatewayRuntime:
     pid: int | None = None
     state: str | None = None
     source: str = ""  # gateway.pid | gateway_state.json | root (a multiplexing root gateway serves the bot)
+    ticks_store: bool = True  # this gateway's cron ticker runs the bot's own store
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ class Health:
                     "credentials": credential_source(b),
                     "gateway": {
                         "running": b.gateway.running,
+                        "ticks_store": b.gateway.ticks_store,
                         "pid": b.gateway.pid,
                         "state": b.gateway.state,
                         "source": b.gateway.source,
@@ -153,6 +156,17 @@ def credential_source(bot: BotRuntime) -> str | None:
     return None
 
 
+def _no_ticker(bot: BotRuntime, active: int) -> str:
+    start = f"start `hermes -p {bot.bot} gateway run` (the hermes-gateway@{bot.bot} service; docs/routines.md)"
+    if bot.gateway.running:
+        return (
+            f"the root gateway (pid {bot.gateway.pid}) serves this bot's chats, but its cron ticker runs only the root's "
+            f"own store (Hermes 0.19.0), so this bot's {active} routine(s) never fire, and a profile gateway refuses to "
+            f"start beside the multiplexer: turn gateway.multiplex_profiles off, then {start}"
+        )
+    return f"no gateway runs for this bot, so its {active} routine(s) never fire; {start}"
+
+
 def evaluate(bots: Iterable[BotRuntime], now: float) -> Health:
     bots = tuple(bots)
     findings: list[Finding] = []
@@ -181,16 +195,8 @@ def evaluate(bots: Iterable[BotRuntime], now: float) -> Health:
                         f"its last result was not delivered: {first_line(r.last_delivery_error)}",
                     )
                 )
-        if active and not bot.gateway.running:
-            findings.append(
-                Finding(
-                    "gateway-down",
-                    "error",
-                    subject,
-                    f"no gateway runs for this bot, so its {len(active)} routine(s) never fire; start one with "
-                    f"`hermes -p {bot.bot} gateway run` (or install its service)",
-                )
-            )
+        if active and not (bot.gateway.running and bot.gateway.ticks_store):
+            findings.append(Finding("gateway-down", "error", subject, _no_ticker(bot, len(active))))
         elif bot.gateway.running and active:
             beat = None if bot.heartbeat is None else now - bot.heartbeat
             ok = None if bot.last_success is None else now - bot.last_success

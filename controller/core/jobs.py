@@ -1,10 +1,11 @@
-"""Routines as Hermes cron jobs, the way Bot Mode makes them (pure).
+"""Routines as Hermes cron jobs (pure).
 
 A routine of bot B titled T is the job named `[bot:B] T` in B's own cron store (current Desktop
 passes `profile: B` to `cron.manage`, so the job lands in `<B>/cron/jobs.json`). Its prompt is the
-bare instruction for the `default` bot and the `[bot-mode:routine:v2]` delegation form for every
-other bot, exactly as Desktop's `routinePrompt` writes it, so a routine applied here cannot be told
-apart from one made in the Desktop (docs/routines.md; docs/hermes/bot-mode.md#routines).
+instruction itself, as `hermes cron create` writes it: the job runs under B's HERMES_HOME, so it
+already runs as B. The Desktop's `[bot-mode:routine:v2]` delegation form (a terminal call to
+`hermes -p B chat -c 'Routine: T'`) cannot run on 0.19.0; a live job in that form (an adopted
+Desktop routine) is read back as its instruction (docs/routines.md; docs/hermes/bot-mode.md#routines).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller.errors import RefusedValue
-from controller.hermes import DEFAULT_PROFILE, schedules
+from controller.hermes import cronjobs, schedules
 from controller.manifests.models import Routine
 
-SAFE_ROUTINE_MARKER = "[bot-mode:routine:v2] "
+SAFE_ROUTINE_MARKER = cronjobs.DELEGATION_MARKER  # the Desktop's delegation form (read, never written)
+LEGACY_SENTENCE = cronjobs.LEGACY_SENTENCE  # the Desktop auto-pauses a tagged job starting so
 ONESHOT_GRACE_SECONDS = 120  # Hermes refuses a one-shot further in the past than this
 # The job fields a routine manages; every other field (next_run_at, last_*, repeat.completed,
 # claims, snapshots, origin, created_at, unknown keys) belongs to Hermes and is kept as it is.
@@ -43,27 +45,19 @@ MANAGED = (
     "paused_reason",
 )
 # Managed fields stored in the job exactly as desired_fields gives them (the others need shaping).
-COPIED = frozenset(MANAGED) - {"schedule", "skills", "repeat", "paused", "paused_reason"}
+COPIED = frozenset(MANAGED) - {"schedule", "skills", "repeat", "paused", "paused_reason", "context_from"}
+# How a live `context_from: ["self"]` (the Desktop's continuity, written literally) reads back: 0.19.0
+# takes job ids only and skips it, so it differs from the routine's `self` and apply rewrites it.
+UNRESOLVED_SELF = "self (not a job id: skipped by Hermes 0.19.0)"
 
 
 def job_name(bot: str, title: str) -> str:
     return f"[bot:{bot}] {title.strip()}"
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "'\"'\"'") + "'"
-
-
-def routine_prompt(bot: str, title: str, instruction: str) -> str:
-    """Desktop's `routinePrompt`: bare for the default bot, else the v2 delegation form."""
-    if bot == DEFAULT_PROFILE or not instruction:
-        return instruction
-    return (
-        f"{SAFE_ROUTINE_MARKER}You are running the scheduled routine \"{title}\" for agent '{bot}'. "
-        "Execute it AS that agent so the run lands in its own history: run this in the terminal and relay "
-        f"the output:\n\nhermes -p {_quote(bot)} chat -c {_quote('Routine: ' + title)} "
-        f"-q {_quote('[Scheduled routine] ' + instruction)}\n\nIf the command fails, report the error instead."
-    )
+def routine_prompt(instruction: str) -> str:
+    """The job prompt of a routine: its instruction, trimmed, as `hermes cron create` stores it."""
+    return instruction.strip()
 
 
 _V2_INSTRUCTION = re.compile(r"^\[bot-mode:routine:v2\] .* -q ('(?:[^']|'\"'\"')*')\n\nIf the command fails", re.S)
@@ -78,16 +72,31 @@ def instruction_of(prompt: str) -> str:
     return quoted.removeprefix("[Scheduled routine] ")
 
 
+def is_delegation(prompt: str) -> bool:
+    """The prompt is in the Desktop's v2 delegation form."""
+    return instruction_of(prompt) != prompt
+
+
 def same(key: str, have: Any, want: Any) -> bool:
-    """Equality of one managed field; a prompt in either Bot Mode form counts as the same prompt."""
+    """Equality of one managed field; a prompt in either form of one instruction is the same prompt."""
     if have == want:
         return True
     if key == "prompt" and isinstance(have, str) and isinstance(want, str):
-        # The bare and the v2 form of one instruction are the same routine. Two v2 texts must match
-        # exactly: they also carry the title and the bot, which a rename changes.
+        # A live v2 delegation of the instruction (a Desktop-made job, adopted) is the same routine
+        # as the bare instruction. Two v2 texts must match exactly: they also carry the title and
+        # the bot, which a rename changes.
         bare_have, bare_want = instruction_of(have), instruction_of(want)
         return bare_have == bare_want and (bare_have == have or bare_want == want)
     return False
+
+
+def stale_form(key: str, have: Any, applied: Any) -> bool:
+    """The live prompt is the v2 delegation an earlier hermes-fleet wrote itself (it is rewritten bare).
+
+    A v2 prompt the fleet applied (the inventory holds that very text) is its own old output, which
+    0.19.0 cannot run; a v2 prompt the fleet never wrote (an adopted Desktop job) is left alone.
+    """
+    return key == "prompt" and isinstance(have, str) and have == applied and is_delegation(have)
 
 
 def desired_fields(bot: str, routine: Routine) -> dict[str, Any]:
@@ -99,7 +108,7 @@ def desired_fields(bot: str, routine: Routine) -> dict[str, Any]:
     # copy of each text (a prompt is about 400 characters; 30,000 routines at 10,000 bots: memory).
     return {
         "name": sys.intern(job_name(bot, title)),
-        "prompt": sys.intern(routine_prompt(bot, title, (routine.prompt or "").strip())),
+        "prompt": sys.intern(routine_prompt(routine.prompt or "")),
         "schedule": sys.intern(f"{parsed.kind}:{parsed.display}"),
         "skills": list(routine.skills or []),
         "model": routine.model,
@@ -115,6 +124,22 @@ def desired_fields(bot: str, routine: Routine) -> dict[str, Any]:
         "paused": routine.paused,
         "paused_reason": (routine.paused_reason if routine.paused else None),
     }
+
+
+def job_context_from(wanted: list[str] | None, job_id: str) -> list[str] | None:
+    """The stored `context_from`: `self` written as the job's own id (0.19.0 reads job ids only)."""
+    return [job_id if source == cronjobs.SELF else source for source in wanted] if wanted else None
+
+
+def manifest_context_from(job: Mapping[str, Any], unresolved: str = cronjobs.SELF) -> list[str] | None:
+    """A job's `context_from` as a manifest says it: its own id is `self`; a literal `self` is `unresolved`."""
+    stored = job.get("context_from")
+    if isinstance(stored, str):
+        stored = [stored]
+    if not isinstance(stored, list) or not stored:
+        return None
+    own = str(job.get("id"))
+    return [cronjobs.SELF if source == own else unresolved if source == cronjobs.SELF else source for source in stored]
 
 
 def live_fields(job: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,7 +160,7 @@ def live_fields(job: Mapping[str, Any]) -> dict[str, Any]:
         "base_url": job.get("base_url"),
         "script": job.get("script"),
         "no_agent": bool(job.get("no_agent")),
-        "context_from": job.get("context_from") or None,
+        "context_from": manifest_context_from(job, UNRESOLVED_SELF),
         "enabled_toolsets": job.get("enabled_toolsets") or None,
         "workdir": job.get("workdir"),
         "deliver": job.get("deliver") or "local",
@@ -175,8 +200,9 @@ def new_job(bot: str, routine: Routine, now: datetime, job_id: str | None = None
     fields = desired_fields(bot, routine)
     parsed = schedules.parse(routine.schedule, tz=now.tzinfo)
     skills = fields["skills"]
+    job_id = job_id or new_job_id()
     job = {
-        "id": job_id or new_job_id(),
+        "id": job_id,
         "name": fields["name"],
         "prompt": fields["prompt"],
         "skills": skills,
@@ -188,7 +214,7 @@ def new_job(bot: str, routine: Routine, now: datetime, job_id: str | None = None
         "base_url": fields["base_url"],
         "script": fields["script"],
         "no_agent": fields["no_agent"],
-        "context_from": fields["context_from"],
+        "context_from": job_context_from(fields["context_from"], job_id),
         "schedule": parsed.as_hermes(now),
         "schedule_display": parsed.display,
         "repeat": {"times": fields["repeat"], "completed": 0},
@@ -217,6 +243,8 @@ def update_job(job: dict[str, Any], bot: str, routine: Routine, changed: set[str
     fields = desired_fields(bot, routine)
     for key in changed & COPIED:
         job[key] = fields[key]
+    if "context_from" in changed:
+        job["context_from"] = job_context_from(fields["context_from"], str(job.get("id")))
     if "skills" in changed:
         job["skills"] = fields["skills"]
         job["skill"] = fields["skills"][0] if fields["skills"] else None

@@ -12,13 +12,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from controller.adapters import runtime
+from controller.adapters import hermes_install, runtime
 from controller.adapters.home import profile_dir
 from controller.core import health
 from controller.core.inventory import Inventory, routine_parts, split_key
 from controller.engine import observing, records
 from controller.errors import ControllerError
-from controller.hermes import DEFAULT_PROFILE
+from controller.hermes import DEFAULT_PROFILE, versions
 
 
 def check(
@@ -28,8 +28,12 @@ def check(
     now: float | None = None,
     inventory: Inventory | None = None,
     reads: observing.HomeReads | None = None,
+    hermes_version: str | None = None,
 ) -> health.Health:
-    """The runtime health of a fleet's bots; `reads`: what the caller read of the home already."""
+    """The runtime health of a fleet's bots; `reads`: what the caller read of the home already.
+
+    `hermes_version` (detected when not given) tells whether a multiplexing root gateway ticks the
+    stores of the profiles it serves (docs/hermes/cron.md#scheduler)."""
     inventory = inventory or records.load(root, fleet)
     reads = reads or observing.HomeReads(root)
     routines: dict[str, list[tuple[str, str]]] = {}
@@ -37,9 +41,10 @@ def check(
         name = split_key(key)[1]
         routines.setdefault(routine_parts(name)[0], []).append((name, str(inventory.objects[key].get("job_id") or "")))
     root_gateway = runtime.gateway(root)
+    multiplexer_ticks = versions.multiplexer_ticks_served_stores(hermes_install.detect(hermes_version).version)
     root_stored = runtime.credential_stores(root)
     bots = [
-        bot_runtime(root, name, routines.get(name, []), root_gateway, root_stored, reads)
+        bot_runtime(root, name, routines.get(name, []), root_gateway, root_stored, reads, multiplexer_ticks)
         for name in sorted(set(inventory.owned_bots()) | set(routines))
     ]
     return health.evaluate(bots, time.time() if now is None else now)
@@ -52,6 +57,7 @@ def bot_runtime(
     root_gateway: runtime.GatewayProcess,
     root_stored: frozenset[str],
     reads: observing.HomeReads,
+    multiplexer_ticks: bool = True,
 ) -> health.BotRuntime:
     folder = profile_dir(root, name)
     facts = reads.facts(name)
@@ -89,7 +95,7 @@ def bot_runtime(
         gateway = health.GatewayRuntime(True, own.pid, own.state, own.source)
     elif name != DEFAULT_PROFILE and root_gateway.running and name in root_gateway.served_profiles:
         # Hermes main: one gateway may serve several profiles (docs/hermes/runtime.md#gateway-process).
-        gateway = health.GatewayRuntime(True, root_gateway.pid, root_gateway.state, "root")
+        gateway = health.GatewayRuntime(True, root_gateway.pid, root_gateway.state, "root", ticks_store=multiplexer_ticks)
     else:
         gateway = health.GatewayRuntime(False, None, own.state, "")
     heartbeat, success = runtime.ticker(folder)

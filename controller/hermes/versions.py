@@ -33,3 +33,12 @@ def has_bot_mode(version: str | None) -> bool:
 def unknown_newer(version: str | None) -> bool:
     parsed = parse(version) if version else None
     return parsed is not None and parsed > NEWEST_KNOWN
+
+
+def multiplexer_ticks_served_stores(version: str | None) -> bool:
+    """Whether a multiplexing gateway ticks the cron store of every profile it serves.
+
+    0.19.0 does not: its ticker serves only the gateway's own HERMES_HOME (docs/hermes/cron.md#scheduler);
+    main does. An unknown version is taken as main, as everywhere else here.
+    """
+    return has_bot_mode(version)

@@ -26,7 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from controller import bounded
 from controller.diagnostics import Diagnostic, format_path
-from controller.hermes import DEFAULT_PROFILE, image_extension, naming, schedules
+from controller.hermes import DEFAULT_PROFILE, cronjobs, image_extension, naming, schedules
 from controller.hermes.env import ENV_NAME_DENYLIST
 from controller.hermes.env import value_problem as env_value_problem
 from controller.hermes.urls import clear_text_allowed
@@ -861,6 +861,9 @@ class _Checks:
                 )
             seen[routine.name] = item
             self.check_schedule(item, routine)
+            self.check_routine_prompt(item, routine)
+            self.check_routine_base_url(item, routine)
+            self.check_routine_context(item, routine)
             if routine.workdir is not None and not Path(routine.workdir).is_absolute():
                 self.report.error(
                     item.at("workdir"),
@@ -878,6 +881,40 @@ class _Checks:
                         "drop renamed_from, or remove the old routine",
                         "reference",
                     )
+
+    def check_routine_prompt(self, item: Declared, routine: Routine) -> None:
+        """An instruction the Desktop would take for its own delegation text (docs/routines.md#what-a-routine-becomes)."""
+        opening = cronjobs.delegation_opening(routine.prompt or "")
+        if opening:
+            self.report.error(
+                item.at("prompt"),
+                f"the prompt begins with {opening!r}, the opening of Bot Mode's delegation text: the Desktop "
+                "auto-pauses such a job and the next apply would resume it, forever",
+                "reword the first sentence of the instruction (e.g. start with the task itself)",
+                "invalid_value",
+            )
+
+    def check_routine_base_url(self, item: Declared, routine: Routine) -> None:
+        """Hermes' cron credential guard refuses every run of this pair (docs/hermes/cron.md#credential-guard)."""
+        reason = cronjobs.base_url_refusal(routine.provider, routine.base_url)
+        if reason:
+            self.report.error(
+                item.at("base_url"),
+                f"Hermes blocks every run of this routine: {reason}",
+                "set provider: custom for an endpoint of your own, or drop base_url to use the provider's own endpoint",
+                "invalid_value",
+            )
+
+    def check_routine_context(self, item: Declared, routine: Routine) -> None:
+        """`context_from` entries Hermes reads: `self` (written as the job's own id) or a job id."""
+        for k, source in enumerate(routine.context_from or []):
+            if source != cronjobs.SELF and not cronjobs.is_job_id(source):
+                self.report.warning(
+                    item.at("context_from", k),
+                    f"{source!r} is not a cron job id; Hermes skips it (0.19.0 reads job ids only: 12 hex digits)",
+                    "use 'self' for this routine's own previous output, or the id `hermes cron list` shows",
+                    "inert_value",
+                )
 
     def check_schedule(self, item: Declared, routine: Routine) -> None:
         try:

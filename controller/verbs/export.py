@@ -377,13 +377,14 @@ def _routine(job: dict[str, Any], title: str, bot: str, out: Export) -> dict[str
         ("model", "model"),
         ("provider", "provider"),
         ("base_url", "base_url"),
-        ("context_from", "context_from"),
         ("enabled_toolsets", "toolsets"),
         ("workdir", "workdir"),
         ("script", "script"),
     ):
         if job.get(src):
             routine[dst] = job[src]
+    if context := jobs.manifest_context_from(job):
+        routine["context_from"] = context
     if job.get("no_agent"):
         routine["no_agent"] = True
     if job.get("deliver") and job["deliver"] != "local":

@@ -91,6 +91,7 @@ class Lab:
                 "hermes_fleet_state_dir": str(root / "state"),
                 "hermes_fleet_unit_dir": str(root / "systemd"),
                 "hermes_fleet_user_home": str(root / "user"),
+                "hermes_fleet_gateway_profiles": ["default", f"bot-{name}"],  # each bot's routines need a ticker
             }
         # m1 installs hermes-fleet from this checkout into a fresh virtualenv, like a new server.
         hosts["m1"].update(
@@ -263,6 +264,8 @@ def test_bootstrap_sets_up_each_machine(lab: Lab, bootstrapped: tuple[str, subpr
         assert f"--host {name}" in unit and "--ref ${HERMES_FLEET_REF}" in unit and f"ReadWritePaths={root / 'home'}" in unit
         assert "--health-token-file" in unit and "--ssh-key" in unit and "metrics-mmm" not in unit
         assert (root / "home").stat().st_mode & 0o777 == 0o700
+        gateway = (root / "systemd" / "hermes-gateway@.service").read_text()
+        assert "-p %i gateway run" in gateway and f"Environment=HERMES_HOME={root / 'home'}" in gateway
     if lab.hermes is not None:
         link = lab.machines["m2"] / "bin" / "hermes"
         assert link.is_symlink() and link.resolve() == lab.hermes.resolve()
@@ -276,6 +279,12 @@ def test_bootstrap_sets_up_each_machine(lab: Lab, bootstrapped: tuple[str, subpr
         unit = lab.machines["m2"] / "systemd" / "hermes-fleet-watch.service"
         verified = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False)
         assert verified.returncode == 0, verified.stderr
+        # The templated gateway unit, as the instance of one bot (the ExecStart binary must exist: m2 links it).
+        instance = lab.machines["m2"] / "systemd" / "hermes-gateway@bot-m2.service"
+        instance.write_text((lab.machines["m2"] / "systemd" / "hermes-gateway@.service").read_text())
+        verified = subprocess.run([analyze, "verify", str(instance)], capture_output=True, text=True, timeout=60, check=False)
+        instance.unlink()
+        assert lab.hermes is None or verified.returncode == 0, verified.stderr
     again = lab.run("bootstrap.yml")
     assert again.returncode == 0, again.stdout[-4000:]
     # Idempotent; only pip reinstalls a package given as a local folder (m1's is this checkout).

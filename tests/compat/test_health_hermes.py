@@ -125,7 +125,13 @@ def test_the_real_gateway_and_its_ticker(hermes: HermesCLI, fleet: Path, tmp_pat
     try:
         health = status(fleet)
         alpha = bot(health, "alpha")
-        assert alpha["gateway"] == {"running": True, "pid": proc.pid, "state": alpha["gateway"]["state"], "source": "gateway.pid"}
+        assert alpha["gateway"] == {
+            "running": True,
+            "ticks_store": True,
+            "pid": proc.pid,
+            "state": alpha["gateway"]["state"],
+            "source": "gateway.pid",
+        }
         assert alpha["ticker"]["heartbeat_age_seconds"] < 60
         assert not {c for c in codes(health) if c[1] == "bot/alpha" and c[0].startswith(("gateway", "ticker"))}
 

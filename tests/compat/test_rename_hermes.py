@@ -93,7 +93,7 @@ def test_hermes_sees_the_renamed_bots_memories_sessions_and_routines(hermes: Her
     assert after[ids["hand made"]]["Name"] == "hand made"
     digest = next(j for j in json.loads((profile(hermes_root, "scout") / "cron" / "jobs.json").read_text())["jobs"]
                   if j["id"] == ids["[bot:alpha] Digest"])  # fmt: skip
-    assert "hermes -p 'scout' chat" in digest["prompt"] and "'alpha'" not in digest["prompt"]
+    assert digest["prompt"] == "Summarize the news"  # the instruction itself: no profile named in it
 
     # A routine still runs, from the new profile, into its old output folder.
     scripts = profile(hermes_root, "scout") / "scripts"

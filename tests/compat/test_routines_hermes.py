@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from controller.core import jobs as routines_core
 from tests.hermes_support import HermesCLI
 from tests.integration.helpers import apply, assert_converged, profile, write_fleet
 
@@ -205,3 +206,39 @@ def test_default_toolsets_are_what_hermes_gives_an_unpinned_platform(hermes) -> 
     assert set(resolved) == set(PLATFORMS_0_19)
     for platform, toolsets in resolved.items():
         assert set(toolsets) - {"kanban"} == default_toolsets(platform), platform
+
+
+def test_a_routine_is_the_record_hermes_cron_create_writes(
+    hermes: HermesCLI, hermes_root: Path, tmp_path: Path, env: None
+) -> None:
+    """`hermes cron create --name '[bot:alpha] Digest' <schedule> <instruction>` in alpha's store, and
+    the same routine applied: the same keys, and equal on every managed field (the prompt is the bare
+    instruction, no delegation). Then apply --adopt takes Hermes' own job over with no change."""
+    instruction = "Summarize the 'news' in three lines"
+    routine = {"name": "Digest", "schedule": "0 9 * * 1-5", "prompt": instruction, "repeat": 3, "skills": ["notes"]}
+    bots = [{"name": "alpha", "title": "Alpha", "routines": [routine]}, {"name": "beta", "title": "Beta"}]
+    manifest = write_fleet(tmp_path / "m", bots)
+    ok(apply(manifest, hermes_root))
+    ours = next(j for j in jobs(hermes_root, "alpha") if j["name"] == "[bot:alpha] Digest")
+    assert ours["prompt"] == instruction
+    assert listed(hermes, "alpha")[ours["id"]]["Name"] == "[bot:alpha] Digest"
+
+    made = hermes.run(  # in beta's store, so the two records sit side by side
+        "cron", "create", "--name", "[bot:alpha] Digest", "--repeat", "3", "--skill", "notes", "0 9 * * 1-5", instruction,
+        profile="beta",
+    ).stdout  # fmt: skip
+    assert "Created job:" in made, made
+    (theirs,) = jobs(hermes_root, "beta")
+    assert list(theirs) == list(ours)  # the same keys, in Hermes' order
+    assert routines_core.live_fields(theirs) == routines_core.live_fields(ours)
+
+    # Hermes' own record, adopted: nothing to change on any managed field.
+    (profile(hermes_root, "alpha") / "cron" / "jobs.json").write_text(json.dumps({"jobs": [theirs]}), encoding="utf-8")
+    (inventory,) = (hermes_root / ".hermes-fleet" / "inventory").glob("*.json")
+    data = json.loads(inventory.read_text(encoding="utf-8"))
+    del data["objects"]["routine/alpha/Digest"]
+    inventory.write_text(json.dumps(data), encoding="utf-8")
+    ok(apply(manifest, hermes_root, "--adopt"))
+    (adopted,) = jobs(hermes_root, "alpha")
+    assert adopted == theirs
+    assert_converged(manifest, hermes_root)

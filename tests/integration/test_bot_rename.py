@@ -125,13 +125,12 @@ def test_rename_carries_memories_sessions_skills_env_bot_chat_and_routines(home:
     conn = sqlite3.connect(new / "state.db")
     assert conn.execute("SELECT title FROM sessions WHERE id='s-learned'").fetchone() == ("Talk about tea",)
     conn.close()
-    # Routines: same ids, new names, prompts that run the new profile.
+    # Routines: same ids, new names; the prompt is the instruction (the store runs as the new profile).
     live = {j["id"]: j for j in jobs(home, "scout")}
     assert set(live) == set(ids.values())
     assert live[ids["[bot:alpha] Digest"]]["name"] == "[bot:scout] Digest"
     assert live[ids["[bot:alpha] Sweep"]]["name"] == "[bot:scout] Sweep"
-    assert "hermes -p 'scout'" in live[ids["[bot:alpha] Digest"]]["prompt"]
-    assert "alpha" not in live[ids["[bot:alpha] Digest"]]["prompt"]
+    assert live[ids["[bot:alpha] Digest"]]["prompt"] == "Summarize the news"
     # Section and Bot Mode record moved with profile.yaml; owner marker and inventory name the new bot.
     record = read_yaml(new / "profile.yaml")["ui_meta"]["hermes-bots"]
     assert record["sectionName"] == "Team" and record["title"] == "Alpha"

@@ -102,8 +102,8 @@ def test_every_field_lands_on_the_job_key_hermes_reads(home: Path, manifests: Pa
                     "prompt": "Summarize today's news",
                     "skills": ["arxiv", "notes"],
                     "model": "anthropic/claude-opus-4",
-                    "provider": "openrouter",
-                    "base_url": "https://openrouter.ai/api/v1/",
+                    "provider": "custom",
+                    "base_url": "https://llm.example/v1/",
                     "deliver": "bot-chat",
                     "toolsets": ["web", "terminal"],
                     "workdir": str(workdir),
@@ -118,17 +118,17 @@ def test_every_field_lands_on_the_job_key_hermes_reads(home: Path, manifests: Pa
     ok(apply(manifest, home))
 
     digest = job(home, "alpha", "Digest")
-    assert digest["prompt"] == v2("alpha", "Digest", "Summarize today's news")
+    assert digest["prompt"] == "Summarize today's news"
     assert digest["schedule"] == {"kind": "cron", "expr": "0 9 * * 1-5", "display": "0 9 * * 1-5"}
     assert digest["schedule_display"] == "0 9 * * 1-5"
     assert digest["skills"] == ["arxiv", "notes"] and digest["skill"] == "arxiv"
-    assert (digest["model"], digest["provider"]) == ("anthropic/claude-opus-4", "openrouter")
-    assert digest["base_url"] == "https://openrouter.ai/api/v1"  # Hermes strips the trailing slash too
+    assert (digest["model"], digest["provider"]) == ("anthropic/claude-opus-4", "custom")
+    assert digest["base_url"] == "https://llm.example/v1"  # Hermes strips the trailing slash too
     assert digest["deliver"] == "bot-chat"
     assert digest["enabled_toolsets"] == ["web", "terminal"]
     assert digest["workdir"] == str(workdir)
     assert digest["repeat"] == {"times": 5, "completed": 0}
-    assert digest["context_from"] == ["self"]
+    assert digest["context_from"] == [digest["id"]]  # 0.19.0 takes job ids only: `self` is the job's own
     assert digest["script"] is None and digest["no_agent"] is False
     assert (digest["enabled"], digest["state"], digest["paused_at"]) == (True, "scheduled", None)
     assert digest["origin"] is None and digest["last_run_at"] is None
@@ -187,7 +187,7 @@ def test_every_field_lands_on_the_job_key_hermes_reads(home: Path, manifests: Pa
     assert {j["name"]: j["id"] for j in jobs(home, "alpha")} == ids
     digest = job(home, "alpha", "Digest")
     assert digest["schedule"] == {"kind": "interval", "minutes": 120, "display": "every 120m"}
-    assert digest["prompt"] == v2("alpha", "Digest", "Summarize the week")
+    assert digest["prompt"] == "Summarize the week"
     assert (digest["skills"], digest["skill"]) == (["notes"], "notes")
     assert (digest["base_url"], digest["workdir"], digest["context_from"]) == (None, None, None)
     assert digest["enabled_toolsets"] == ["web"] and digest["deliver"] == "local"
@@ -243,12 +243,10 @@ def test_placement_name_prompt_forms_and_file_modes(home: Path, manifests: Path)
 
     root_jobs = jobs(home, "default")
     assert [j["name"] for j in root_jobs] == ["[bot:default] Morning"]  # title trimmed, like Desktop
-    assert root_jobs[0]["prompt"] == instruction  # the default bot gets the bare instruction
+    assert root_jobs[0]["prompt"] == instruction
     alpha_jobs = jobs(home, "alpha")
     assert [j["name"] for j in alpha_jobs] == ["[bot:alpha] Morning"]
-    assert alpha_jobs[0]["prompt"] == v2("alpha", "Morning", instruction)
-    assert alpha_jobs[0]["prompt"].startswith("[bot-mode:routine:v2] ")
-    assert "'[Scheduled routine] Check '\"'\"'inbox'\"'\"'\nthen reply'" in alpha_jobs[0]["prompt"]
+    assert alpha_jobs[0]["prompt"] == instruction  # every bot gets the bare instruction: no delegation
     assert not (home / "profiles" / "alpha" / "profiles").exists()
     for bot in ("default", "alpha"):
         path = store(home, bot)
@@ -318,7 +316,7 @@ def test_a_workdir_hermes_would_refuse_fails_that_bot_and_writes_nothing(home: P
     assert run.code == 1, run.text
     assert "is not an existing folder" in run.out
     assert store(home, "alpha").read_bytes() == before
-    assert job(home, "beta", "B")["prompt"] == v2("beta", "B", "b2")
+    assert job(home, "beta", "B")["prompt"] == "b2"
 
 
 # --- identity -------------------------------------------------------------------------------------
@@ -337,13 +335,13 @@ def test_rename_keeps_the_job_id(home: Path, manifests: Path) -> None:
     assert set(pending) == {"routine/alpha/New title"}
     change = pending["routine/alpha/New title"]
     assert change["action"] == "update" and "renamed" in change["reason"]
-    assert set(fields(change)) == {"job:name", "job:prompt"}  # the title is inside the v2 prompt too
+    assert set(fields(change)) == {"job:name"}  # the prompt is the instruction: the title is not in it
     run = ok(apply(manifest, home))
     assert "created" not in run.out and "deleted" not in run.out
     after = jobs(home, "alpha")
     assert len(after) == 1
     assert after[0]["id"] == before["id"] and after[0]["name"] == "[bot:alpha] New title"
-    assert after[0]["prompt"] == v2("alpha", "New title", "x")
+    assert after[0]["prompt"] == "x"
     assert after[0]["created_at"] == before["created_at"]
     assert after[0]["last_run_at"] == "2026-01-01T00:00:00+00:00"
     assert_converged(manifest, home)
@@ -481,8 +479,40 @@ def test_a_same_named_job_we_do_not_own_is_a_conflict_unless_adopted(home: Path,
     ok(apply(manifest, home, "--adopt"))
     (adopted,) = jobs(home, "alpha")
     assert adopted["id"] == "bbbbbbbbbbbb"
-    assert adopted["prompt"] == v2("alpha", "Digest", "new")
+    assert adopted["prompt"] == "new"
     assert adopted["last_run_at"] == "2026-01-01T00:00:00+00:00" and adopted["custom_key"] == {"keep": 1}
+    assert_converged(manifest, home)
+
+
+def test_an_adopted_desktop_v2_job_of_the_same_instruction_does_not_churn(home: Path, manifests: Path) -> None:
+    """A Desktop-made job (v2 delegation of the same instruction) is adopted as it is, and stays so."""
+    manifest = fleet(manifests, {"alpha": []})
+    ok(apply(manifest, home))
+    desktop = hand_made("cccccccccccc", "[bot:alpha] Digest", v2("alpha", "Digest", "Say 'hi'"))
+    store(home, "alpha").write_text(json.dumps({"jobs": [desktop]}), encoding="utf-8")
+    manifest = fleet(manifests, {"alpha": [{"name": "Digest", "schedule": "every 1h", "prompt": "Say 'hi'"}]})
+    adopt = changes(manifest, home, "--adopt")["routine/alpha/Digest"]
+    assert adopt["action"] == "adopt" and "job:prompt" not in fields(adopt)
+    ok(apply(manifest, home, "--adopt"))
+    assert job(home, "alpha", "Digest")["prompt"] == desktop["prompt"]
+    assert_converged(manifest, home)
+
+
+def test_a_v2_prompt_an_earlier_fleet_wrote_is_rewritten_bare(home: Path, manifests: Path) -> None:
+    """The fleet's own old v2 output (0.19.0 cannot run it) is replaced by the instruction, not as drift."""
+    manifest = fleet(manifests, {"alpha": [{"name": "Digest", "schedule": "every 1h", "prompt": "Say 'hi'"}]})
+    ok(apply(manifest, home))
+    old = v2("alpha", "Digest", "Say 'hi'")
+    edit_jobs(home, "alpha", lambda js: js[0].update(prompt=old))
+    (inventory,) = (home / ".hermes-fleet" / "inventory").glob("*.json")
+    data = json.loads(inventory.read_text(encoding="utf-8"))
+    data["objects"]["routine/alpha/Digest"]["applied"]["prompt"] = old  # as an earlier fleet recorded it
+    inventory.write_text(json.dumps(data), encoding="utf-8")
+    change = changes(manifest, home)["routine/alpha/Digest"]
+    assert change["action"] == "update" and set(fields(change)) == {"job:prompt"}
+    assert not change.get("drift")
+    ok(apply(manifest, home))
+    assert job(home, "alpha", "Digest")["prompt"] == "Say 'hi'"
     assert_converged(manifest, home)
 
 
@@ -523,7 +553,7 @@ def test_hand_edits_are_drift_and_runtime_fields_are_hermes(home: Path, manifest
     assert "(drift: changed outside hermes-fleet)" in run.out
     ok(apply(manifest, home))
     fixed = job(home, "alpha", "Daily")
-    assert fixed["prompt"] == v2("alpha", "Daily", "report") and fixed["deliver"] == "local"
+    assert fixed["prompt"] == "report" and fixed["deliver"] == "local"
     assert {k: fixed[k] for k in runtime} == runtime and fixed["repeat"]["completed"] == 7
     assert fixed["id"] == ident
     assert_converged(manifest, home)
@@ -619,3 +649,13 @@ def test_plan_shows_next_runs_and_validate_warns_on_frequent_schedules(home: Pat
     assert warning.count(":") >= 6  # three HH:MM run times
     assert "Daily" not in run.text and "30 6" not in run.text  # a daily schedule is fine
     assert hermes_fleet("validate", "--strict", "-f", manifest).code == 2
+
+
+def test_deliver_bot_chat_is_a_warning_on_a_hermes_without_bot_mode(home: Path, manifests: Path) -> None:
+    """0.19.0's cron delivery has no `bot-chat` target: the plan says so (docs/hermes/cron.md#delivery)."""
+    manifest = fleet(manifests, {"alpha": [{"name": "Digest", "schedule": "every 1h", "prompt": "x", "deliver": "bot-chat"}]})
+    old = plan(manifest, home, "--hermes-version", "0.19.0")
+    assert "deliver: bot-chat has no reader on Hermes 0.19.0" in old.out and "alpha/Digest" in old.out
+    assert "deliver: bot-chat" not in plan(manifest, home, "--hermes-version", "0.20.0").out
+    local = fleet(manifests, {"alpha": [{"name": "Digest", "schedule": "every 1h", "prompt": "x"}]})
+    assert "deliver: bot-chat" not in plan(local, home, "--hermes-version", "0.19.0").out

@@ -88,3 +88,15 @@ def test_the_effect_table_covers_every_field_and_names_tests_that_exist() -> Non
                 path, _, name = ref.partition("::")
                 assert (REPO / path).is_file(), ref
                 assert not name or f"def {name}(" in (REPO / path).read_text(encoding="utf-8"), ref
+
+
+def test_every_effect_row_names_its_run_or_says_why_there_is_none() -> None:
+    """The "proven by a run" column: a `run::<file>::<test>` of tests/runtime/ that exists, or "none"."""
+    for row in _effect_rows():
+        assert len(row) == 5 and row[4], row[0]
+        refs = re.findall(r"`(run::[^`]+)`", row[4])
+        assert refs or row[4].startswith(("none", "as ")), row
+        for ref in refs:
+            path, _, name = ref.removeprefix("run::").partition("::")
+            source = REPO / "tests" / "runtime" / path
+            assert source.is_file() and f"def {name}(" in source.read_text(encoding="utf-8"), ref

@@ -10,6 +10,7 @@ from controller.core.types import Inputs
 from controller.hermes import DEFAULT_PROFILE, defaults, versions
 
 # Install-wide keys that only a Hermes with Bot Mode reads (docs/hermes/versions.md#support-matrix).
+BOT_CHAT_TARGET = "bot-chat"  # the Desktop's "Send results to <bot>'s Bot Chat"
 BOT_MODE_ONLY = ("gateway.bot_loop_guard.", "agent.bot_mode_protocol", "auxiliary.group_router.", "bot_peers.")
 
 
@@ -32,6 +33,7 @@ def plan_notes(inputs: Inputs) -> list[str]:
         inert = sorted(k for k in state.install_config if k.startswith(BOT_MODE_ONLY))
         if inert:
             notes.append(f"no effect on Hermes {version} (Bot Mode settings are read only by a newer Hermes): {', '.join(inert)}")
+        notes += _bot_chat_delivery_notes(inputs, version)
     inheriting = [name for name in state.bots if name != DEFAULT_PROFILE]
     shared = sorted(k for k in state.install_config if f"config:{k}" not in state.root_only)
     shared += sorted(f"env:{k}" for k in state.install_env if f"env:{k}" not in state.root_only)
@@ -53,6 +55,24 @@ def plan_notes(inputs: Inputs) -> list[str]:
                 "names no bot is answered by none; @-mentioned bots answer): the gateway has no automatic pick"
             )
     return notes
+
+
+def _bot_chat_delivery_notes(inputs: Inputs, version: str) -> list[str]:
+    """`deliver: bot-chat` on a Hermes without Bot Mode: its cron delivery has no such target
+    (docs/hermes/cron.md#delivery), so each run records a delivery error and the output stays local."""
+    routines = sorted(
+        f"{bot.name}/{routine.name}"
+        for bot in inputs.state.bots.values()
+        for routine in bot.routines
+        if (routine.deliver or "").strip().lower() == BOT_CHAT_TARGET
+    )
+    if not routines:
+        return []
+    return [
+        f"warning: deliver: bot-chat has no reader on Hermes {version} (its cron delivery knows no 'bot-chat' target): "
+        "each run records 'no delivery target resolved for deliver=bot-chat' and the output is kept only in the bot's "
+        f"cron/output/<job id>/; use deliver: local, or a platform target: {', '.join(routines)}"
+    ]
 
 
 def _managed_scope_notes(inputs: Inputs) -> list[str]:

@@ -66,7 +66,7 @@ def _plan_routine(
             str(job.get("id")),
         )
     when = next_runs_note(routine, tz, inputs.now)
-    if entry is not None and jobs.is_one_shot(routine) and entry.get("applied") == desired:
+    if entry is not None and jobs.is_one_shot(routine) and _applied_as(entry.get("applied"), desired):
         return change(Action.NOOP, Reason.ONE_SHOT_DONE, "one-shot ran and Hermes removed it: done")
     added = tuple(FieldChange(job_field(k), Op.ADD, None, v) for k, v in desired.items() if v not in (None, [], False))
     if entry is not None:
@@ -90,11 +90,19 @@ def _plan_routine(
     return change(Action.CREATE, Reason.NEW, _join("new routine", when), added)
 
 
+def _applied_as(applied: Any, desired: Mapping[str, Any]) -> bool:
+    """The inventory's last-applied values are the desired ones (a v2 prompt an earlier fleet wrote
+    counts as its instruction: the one-shot it made ran and is done)."""
+    if not isinstance(applied, Mapping) or applied.keys() != desired.keys():
+        return False
+    return all(jobs.same(key, applied[key], want) for key, want in desired.items())
+
+
 def diff_job(desired: Mapping[str, Any], live: Mapping[str, Any], applied: Mapping[str, Any]) -> list[FieldChange]:
     out = []
     for key, want in desired.items():
         have = live.get(key)
-        if jobs.same(key, have, want):
+        if jobs.same(key, have, want) and not jobs.stale_form(key, have, applied.get(key)):
             continue
         drifted = key in applied and drift.job_field_drifted(key, applied[key], have)
         out.append(FieldChange(job_field(key), Op.CHANGE, have, want, drift=drifted))
