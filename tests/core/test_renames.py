@@ -186,11 +186,12 @@ def test_the_view_moves_records_and_live_state_but_not_the_inputs() -> None:
     assert inputs.inventory.objects == before
 
 
-def test_routine_changes_of_a_moved_bot_are_its_name_and_prompt_only() -> None:
+def test_routine_changes_of_a_moved_bot_are_its_name_only() -> None:
+    """The job name carries the bot (`[bot:B] T`); the prompt is the bare instruction and stays."""
     plan = planning.plan(home(live_from(ALPHA), None, OWNED_ALPHA))
     routine = next(c for c in plan.changes if c.key == "routine/scout/Digest")
     assert routine.ref == "job000000001"
-    assert {f.field for f in routine.fields} == {"job:name", "job:prompt"}
+    assert {f.field for f in routine.fields} == {"job:name"}
     assert not routine.drift
 
 
