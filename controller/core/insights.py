@@ -33,7 +33,6 @@ WIDENING = "widening"
 NARROWING = "narrowing"
 CHANGED = "changed"
 LOOP_GUARD_KEY = "gateway.bot_loop_guard.enabled"
-REPLIES_KEY = "gateway.bot_loop_guard.bot_replies_expect_reply"
 _MENTION = re.compile(r"@([a-z0-9][a-z0-9_-]*)", re.IGNORECASE)
 
 
@@ -341,15 +340,8 @@ def cron_runs_per_day(expr: str) -> float:
 # --- loop risks -----------------------------------------------------------------------------------
 
 
-def _guard(inputs: Inputs) -> tuple[bool | None, bool]:
-    """(loop guard enabled after this plan, bots answer bots' replies)."""
-    config = inputs.state.install_config
-    enabled = config.get(LOOP_GUARD_KEY)
-    return (enabled if isinstance(enabled, bool) else None), config.get(REPLIES_KEY) is True
-
-
 def room_risks(inputs: Inputs) -> list[LoopRisk]:
-    guard, replies = _guard(inputs)
+    guard = inputs.state.install_config.get(LOOP_GUARD_KEY)
     out = []
     for room in inputs.state.rooms.values():
         if room.who_answers != "everyone":
@@ -364,16 +356,6 @@ def room_risks(inputs: Inputs) -> list[LoopRisk]:
                     f"every member ({members}) answers every message and the bot loop guard is off "
                     f"({LOOP_GUARD_KEY}: false): members can keep answering each other; set who_answers: lead:<bot>, "
                     "or turn the guard on",
-                )
-            )
-        elif replies:
-            out.append(
-                LoopRisk(
-                    "room",
-                    room.name,
-                    "bounded",
-                    f"every member ({members}) answers, and bots answer each other's replies ({REPLIES_KEY}: true); "
-                    "only the loop guard's limits stop an exchange",
                 )
             )
     return out
@@ -401,7 +383,7 @@ def routine_cycles(inputs: Inputs) -> list[LoopRisk]:
                 target = tags.get(match.group(1).lower())
                 if target and target != name:
                     edges.setdefault(name, {}).setdefault(target, []).append(routine.name)
-    guard, _ = _guard(inputs)
+    guard = inputs.state.install_config.get(LOOP_GUARD_KEY)
     out = []
     for component in _cycles(edges):
         links = [
