@@ -308,6 +308,10 @@ class Observed:
     managed_scope: str | None = None  # Hermes' machine-wide managed scope folder, when there is one
     managed_config: Mapping[str, Any] = field(default_factory=dict)  # its config.yaml, whose leaves win
     renames: Mapping[str, RenameSeen] = field(default_factory=dict)  # new bot name -> its rename's facts
+    # Whether the Python that runs Hermes has the `mcp` library (asked only when a bot declares an
+    # MCP server; None: not asked, or no answer) and which interpreter was asked (or why none was).
+    mcp_library: bool | None = None
+    mcp_where: str = ""
 
 
 @dataclass(frozen=True)

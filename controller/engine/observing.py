@@ -32,6 +32,7 @@ from controller.adapters import (
 )
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
+from controller.core import mcp as mcp_servers
 from controller.core import rooms
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_parts, split_key
 from controller.core.types import GatewayView, LiveProfile, Observed, RenameSeen
@@ -89,6 +90,7 @@ def observe(
     avatars = {name: image_digest(bot.avatar_image) for name, bot in state.bots.items() if bot.avatar_image}
     hermes = hermes_install.detect(hermes_version)
     managed = hermes_install.managed_scope()
+    mcp = hermes_install.mcp_library() if mcp_servers.declared(state) else None
     return Observed(
         live=live,
         env_values=env_values,
@@ -106,6 +108,8 @@ def observe(
         managed_scope=managed.path if managed else None,
         managed_config=managed.config if managed else {},
         renames=observe_renames(root, state, live),
+        mcp_library=mcp.available if mcp else None,
+        mcp_where=mcp.where if mcp else "",
     )
 
 
