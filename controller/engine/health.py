@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from controller.adapters import runtime
+from controller.adapters import hermes_install, runtime
 from controller.adapters.home import profile_dir
 from controller.core import health
 from controller.core.inventory import Inventory, routine_parts, split_key
@@ -42,7 +42,10 @@ def check(
         bot_runtime(root, name, routines.get(name, []), root_gateway, root_stored, reads)
         for name in sorted(set(inventory.owned_bots()) | set(routines))
     ]
-    return health.evaluate(bots, time.time() if now is None else now)
+    mcp = hermes_install.mcp_library() if any(b.mcp_servers for b in bots) else None
+    return health.evaluate(
+        bots, time.time() if now is None else now, mcp_library=mcp.available if mcp else None, mcp_where=mcp.where if mcp else ""
+    )
 
 
 def bot_runtime(
@@ -103,6 +106,7 @@ def bot_runtime(
         gateway=gateway,
         routines=tuple(routines),
         errors=tuple(errors),
+        mcp_servers=facts.mcp_servers,
     )
 
 

@@ -245,12 +245,15 @@ class RuntimeFacts:
     errors: tuple[str, ...]
     provider: Any  # config.yaml's model.provider (None when unset or no config)
     env_keys: frozenset[str]  # the .env keys with a non-empty value
+    mcp_servers: tuple[str, ...] = ()  # its config.yaml's enabled MCP servers
 
     @classmethod
     def of(cls, live: LiveProfile) -> RuntimeFacts:
         provider = live.config_value("model.provider")[1] if live.config is not None else None
         env_keys = frozenset(k for k, v in (live.env or {}).items() if str(v).strip())
-        return cls(tuple(live.errors), provider, env_keys)
+        servers = live.config_value("mcp_servers")[1] if live.config is not None else None
+        enabled = tuple(sorted(str(k) for k, v in servers.items() if mcp_servers.enabled(v))) if isinstance(servers, dict) else ()
+        return cls(tuple(live.errors), provider, env_keys, enabled)
 
 
 def _shared_config(config: configfile.ConfigDoc, pool: sharing.Sharer) -> dict[str, Any]:

@@ -129,6 +129,7 @@ NOTIFICATION_EVENTS = (
     "ticker-stalled",
     "ticker-failing",
     "credentials-missing",
+    "mcp-unavailable",
     "health-recovered",
 )
 
