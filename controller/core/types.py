@@ -147,6 +147,9 @@ class Plan:
     changes: tuple[ObjectChange, ...]
     prune: bool = False
     notes: tuple[str, ...] = ()
+    # Extras of hermes-agent this slice needs in the Hermes install ("mcp" when a bot declares an
+    # MCP server: docs/hermes/no-effect.md#mcp-library); the Ansible rollout installs them.
+    hermes_extras: tuple[str, ...] = ()
 
     def by_action(self, *actions: Action) -> list[ObjectChange]:
         return [c for c in self.changes if c.action in actions]

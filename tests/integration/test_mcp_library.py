@@ -35,6 +35,7 @@ def test_plan_and_status_say_when_hermes_has_no_mcp_library(tmp_path: Path, monk
     assert note.startswith("warning:") and "1 bot(s) declare crm" in note and str(script.parent / "python") in note
     (widening,) = [c for c in planned["insights"]["capabilities"] if c["what"] == "mcp"]
     assert widening["gained"] == ["crm"] and "no mcp library" in widening["note"]
+    assert planned["hermes_extras"] == ["mcp"]  # what the Ansible rollout installs (hermes-agent[mcp])
     assert apply(manifest, home, "--hermes-version", "0.19.0").code == 0
 
     (finding,) = status_findings(home)
@@ -43,4 +44,7 @@ def test_plan_and_status_say_when_hermes_has_no_mcp_library(tmp_path: Path, monk
 
     add_mcp(tmp_path / "hermes-venv")
     assert status_findings(home) == []
-    assert not [n for n in plan_json(manifest, home, "--hermes-version", "0.19.0")["notes"] if "mcp" in n]
+    again = plan_json(manifest, home, "--hermes-version", "0.19.0")
+    assert not [n for n in again["notes"] if "mcp" in n] and again["hermes_extras"] == ["mcp"]
+    plain = plan_json(write_fleet(tmp_path / "p", [{"name": "plain"}]), home, "--hermes-version", "0.19.0")
+    assert plain["hermes_extras"] == []
