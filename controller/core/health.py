@@ -11,7 +11,7 @@ findings, each with a stable `code`:
 | `ticker-stalled` | error | its gateway runs but the cron ticker's heartbeat is older than Hermes' own limit |
 | `ticker-failing` | warning | the heartbeat is fresh but no tick has succeeded within that limit |
 | `credentials-missing` | error | the bot's model provider needs a credential found neither in its `.env` nor in `auth.json` |
-| `mcp-unavailable` | warning | bots have enabled MCP servers and the Python that runs Hermes has no `mcp` library (one finding per fleet) |
+| `mcp-unavailable` | warning | bots have MCP servers and Hermes' Python has no `mcp` library (one per fleet) |
 
 `transitions(before, after)` tells `watch` which findings appeared and which cleared, so it
 alerts on changes, not on every run. Facts: docs/hermes/runtime.md.
@@ -238,7 +238,9 @@ def evaluate(bots: Iterable[BotRuntime], now: float, *, mcp_library: bool | None
 
 def mcp_unavailable(bots: list[BotRuntime], where: str) -> Finding:
     """One finding for the fleet: Hermes starts no MCP server without the library (docs/hermes/no-effect.md#mcp-library)."""
-    names = ", ".join(f"{b.bot} ({', '.join(b.mcp_servers)})" for b in bots[:5]) + (f" and {len(bots) - 5} more" if len(bots) > 5 else "")
+    names = ", ".join(f"{b.bot} ({', '.join(b.mcp_servers)})" for b in bots[:5]) + (
+        f" and {len(bots) - 5} more" if len(bots) > 5 else ""
+    )
     return Finding(
         "mcp-unavailable",
         "warning",
