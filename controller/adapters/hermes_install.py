@@ -7,9 +7,11 @@ metadata (hermes-fleet as a Hermes plugin), else the interpreter of the `hermes`
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +55,45 @@ def detect(explicit: str | None = None) -> Detected:
         if out.returncode == 0 and version
         else Detected(None, f"{hermes}: no {DISTRIBUTION} metadata")
     )
+
+
+@dataclass(frozen=True)
+class McpLibrary:
+    available: bool | None  # None: no Hermes install was found to ask, or it did not answer
+    where: str  # the interpreter asked, or why none was
+
+
+_ASK_MCP = "import importlib.util as u; print('yes' if u.find_spec('mcp') else 'no')"
+MCP_EXTRA = "hermes-agent[mcp]"
+
+
+def mcp_library(hermes: str | None = None) -> McpLibrary:
+    """Whether the Python that runs Hermes can import the `mcp` package, without which Hermes starts
+    no MCP server (docs/hermes/no-effect.md#mcp-library). That Python is this interpreter when
+    hermes-fleet runs as a Hermes plugin, else the one on the `#!` line of `hermes` (the one on PATH
+    unless `hermes` names another). Asked with `importlib.util.find_spec`, which imports nothing;
+    from the root folder, so a folder named `mcp` where hermes-fleet was started does not count."""
+    if hermes is None:
+        try:
+            importlib.metadata.version(DISTRIBUTION)
+            return McpLibrary(importlib.util.find_spec("mcp") is not None, sys.executable)
+        except importlib.metadata.PackageNotFoundError:
+            hermes = shutil.which("hermes")
+    if hermes is None:
+        return McpLibrary(None, "no hermes on PATH")
+    python = _interpreter_of(hermes)
+    if python is None or not os.path.basename(python).startswith("python"):
+        return McpLibrary(None, f"{hermes} is not a Python entry point")
+    try:
+        out = subprocess.run(
+            [python, "-c", _ASK_MCP], capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False, cwd=os.sep
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return McpLibrary(None, f"cannot ask {python}: {exc}")
+    answer = out.stdout.strip()
+    if out.returncode != 0 or answer not in ("yes", "no"):
+        return McpLibrary(None, f"{python} did not answer")
+    return McpLibrary(answer == "yes", python)
 
 
 def _interpreter_of(script: str) -> str | None:

@@ -12,6 +12,7 @@ findings, each with a stable `code`:
 | `ticker-stalled` | error | its gateway runs but the cron ticker's heartbeat is older than Hermes' own limit |
 | `ticker-failing` | warning | the heartbeat is fresh but no tick has succeeded within that limit |
 | `credentials-missing` | error | the bot's model provider needs a credential found neither in its `.env` nor in `auth.json` |
+| `mcp-unavailable` | warning | bots have MCP servers and Hermes' Python has no `mcp` library (one per fleet) |
 
 `transitions(before, after)` tells `watch` which findings appeared and which cleared, so it
 alerts on changes, not on every run. Facts: docs/hermes/runtime.md.
@@ -79,6 +80,7 @@ class BotRuntime:
     gateway: GatewayRuntime
     routines: tuple[RoutineRuntime, ...] = ()
     errors: tuple[str, ...] = ()  # what could not be read
+    mcp_servers: tuple[str, ...] = ()  # the enabled MCP servers in its config.yaml
 
 
 @dataclass(frozen=True)
@@ -167,9 +169,12 @@ def _no_ticker(bot: BotRuntime, active: int) -> str:
     return f"no gateway runs for this bot, so its {active} routine(s) never fire; {start}"
 
 
-def evaluate(bots: Iterable[BotRuntime], now: float) -> Health:
+def evaluate(bots: Iterable[BotRuntime], now: float, *, mcp_library: bool | None = None, mcp_where: str = "") -> Health:
+    """`mcp_library`: whether the Python that runs Hermes has the `mcp` library (None: not known)."""
     bots = tuple(bots)
     findings: list[Finding] = []
+    if mcp_library is False and (serving := [b for b in bots if b.mcp_servers]):
+        findings.append(mcp_unavailable(serving, mcp_where))
     for bot in bots:
         subject = f"bot/{bot.bot}"
         active = [r for r in bot.routines if r.found and r.enabled and r.state not in ("paused", "completed")]
@@ -235,6 +240,20 @@ def evaluate(bots: Iterable[BotRuntime], now: float) -> Health:
                 )
             )
     return Health(bots=bots, findings=tuple(findings), now=now)
+
+
+def mcp_unavailable(bots: list[BotRuntime], where: str) -> Finding:
+    """One finding for the fleet: Hermes starts no MCP server without the library (docs/hermes/no-effect.md#mcp-library)."""
+    names = ", ".join(f"{b.bot} ({', '.join(b.mcp_servers)})" for b in bots[:5]) + (
+        f" and {len(bots) - 5} more" if len(bots) > 5 else ""
+    )
+    return Finding(
+        "mcp-unavailable",
+        "warning",
+        "install/root",
+        f"the Python that runs Hermes ({where}) has no mcp library, so no MCP server starts for {len(bots)} bot(s): "
+        f"{names}; install hermes-agent[mcp] into it and restart the gateway",
+    )
 
 
 def transitions(before: Iterable[Finding], after: Iterable[Finding]) -> tuple[list[Finding], list[Finding]]:

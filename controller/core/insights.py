@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
+from controller.core import mcp
 from controller.core.inventory import routine_parts
 from controller.core.planning import renames
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op, Plan
@@ -33,7 +34,6 @@ WIDENING = "widening"
 NARROWING = "narrowing"
 CHANGED = "changed"
 LOOP_GUARD_KEY = "gateway.bot_loop_guard.enabled"
-REPLIES_KEY = "gateway.bot_loop_guard.bot_replies_expect_reply"
 _MENTION = re.compile(r"@([a-z0-9][a-z0-9_-]*)", re.IGNORECASE)
 
 
@@ -48,6 +48,7 @@ class CapabilityChange:
     after: Any = None
     platforms: tuple[str, ...] = ()  # toolsets: where (empty: every platform)
     new_bot: bool = False
+    note: str = ""  # what stands between the change and its effect (mcp: no mcp library)
 
     def describe(self) -> str:
         parts = [f"+{x}" for x in self.gained] + [f"-{x}" for x in self.lost]
@@ -56,7 +57,8 @@ class CapabilityChange:
         if self.what == "toolsets":
             where = " on every platform" if not self.platforms else f" on {', '.join(self.platforms)}"
         new = " (new bot)" if self.new_bot else ""
-        return f"bot/{self.bot} {self.what}{new}: {body}{where}"
+        note = f" ({self.note})" if self.note else ""
+        return f"bot/{self.bot} {self.what}{new}: {body}{where}{note}"
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ class Insights:
                     "after": c.after,
                     "platforms": list(c.platforms),
                     "new_bot": c.new_bot,
+                    "note": c.note,
                 }
                 for c in self.capabilities
             ],
@@ -161,7 +164,7 @@ def bot_capabilities(inputs: Inputs, change: ObjectChange) -> list[CapabilityCha
 
     out: list[CapabilityChange] = []
     out += _toolsets(change.name, fields, before, after, created)
-    out += _mcp(change.name, fields, before, created)
+    out += _mcp(change.name, fields, before, created, mcp.NOT_STARTED if inputs.observed.mcp_library is False else "")
     for key, what, reader in (
         ("approvals.mode", "approvals", capabilities.approvals_mode),
         ("approvals.cron_mode", "cron-approvals", capabilities.cron_approvals),
@@ -220,19 +223,15 @@ def _toolsets(
     return out
 
 
-def _enabled(server: Any) -> bool:
-    return isinstance(server, Mapping) and server.get("enabled", True) not in (False, 0, "false", "no", "off")
-
-
-def _mcp(bot: str, fields: Mapping[str, FieldChange], before: Any, created: bool) -> list[CapabilityChange]:
+def _mcp(bot: str, fields: Mapping[str, FieldChange], before: Any, created: bool, note: str) -> list[CapabilityChange]:
     out = []
     for key in sorted(k for k in fields if k.startswith("mcp_servers.")):
         name = key.split(".", 1)[1]
         f = fields[key]
-        was = False if created else _enabled(before(key))
-        now = f.op is not Op.REMOVE and _enabled(f.new)
+        was = False if created else mcp.enabled(before(key))
+        now = f.op is not Op.REMOVE and mcp.enabled(f.new)
         if now and not was:
-            out.append(CapabilityChange(bot, "mcp", WIDENING, gained=(name,), new_bot=created))
+            out.append(CapabilityChange(bot, "mcp", WIDENING, gained=(name,), new_bot=created, note=note))
         elif was and not now:
             out.append(CapabilityChange(bot, "mcp", NARROWING, lost=(name,)))
         elif was and now:
@@ -341,15 +340,8 @@ def cron_runs_per_day(expr: str) -> float:
 # --- loop risks -----------------------------------------------------------------------------------
 
 
-def _guard(inputs: Inputs) -> tuple[bool | None, bool]:
-    """(loop guard enabled after this plan, bots answer bots' replies)."""
-    config = inputs.state.install_config
-    enabled = config.get(LOOP_GUARD_KEY)
-    return (enabled if isinstance(enabled, bool) else None), config.get(REPLIES_KEY) is True
-
-
 def room_risks(inputs: Inputs) -> list[LoopRisk]:
-    guard, replies = _guard(inputs)
+    guard = inputs.state.install_config.get(LOOP_GUARD_KEY)
     out = []
     for room in inputs.state.rooms.values():
         if room.who_answers != "everyone":
@@ -364,16 +356,6 @@ def room_risks(inputs: Inputs) -> list[LoopRisk]:
                     f"every member ({members}) answers every message and the bot loop guard is off "
                     f"({LOOP_GUARD_KEY}: false): members can keep answering each other; set who_answers: lead:<bot>, "
                     "or turn the guard on",
-                )
-            )
-        elif replies:
-            out.append(
-                LoopRisk(
-                    "room",
-                    room.name,
-                    "bounded",
-                    f"every member ({members}) answers, and bots answer each other's replies ({REPLIES_KEY}: true); "
-                    "only the loop guard's limits stop an exchange",
                 )
             )
     return out
@@ -401,7 +383,7 @@ def routine_cycles(inputs: Inputs) -> list[LoopRisk]:
                 target = tags.get(match.group(1).lower())
                 if target and target != name:
                     edges.setdefault(name, {}).setdefault(target, []).append(routine.name)
-    guard, _ = _guard(inputs)
+    guard = inputs.state.install_config.get(LOOP_GUARD_KEY)
     out = []
     for component in _cycles(edges):
         links = [

@@ -147,6 +147,9 @@ class Plan:
     changes: tuple[ObjectChange, ...]
     prune: bool = False
     notes: tuple[str, ...] = ()
+    # Extras of hermes-agent this slice needs in the Hermes install ("mcp" when a bot declares an
+    # MCP server: docs/hermes/no-effect.md#mcp-library); the Ansible rollout installs them.
+    hermes_extras: tuple[str, ...] = ()
 
     def by_action(self, *actions: Action) -> list[ObjectChange]:
         return [c for c in self.changes if c.action in actions]
@@ -307,6 +310,10 @@ class Observed:
     managed_scope: str | None = None  # Hermes' machine-wide managed scope folder, when there is one
     managed_config: Mapping[str, Any] = field(default_factory=dict)  # its config.yaml, whose leaves win
     renames: Mapping[str, RenameSeen] = field(default_factory=dict)  # new bot name -> its rename's facts
+    # Whether the Python that runs Hermes has the `mcp` library (asked only when a bot declares an
+    # MCP server; None: not asked, or no answer) and which interpreter was asked (or why none was).
+    mcp_library: bool | None = None
+    mcp_where: str = ""
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,10 @@ def check(
         bot_runtime(root, name, routines.get(name, []), root_gateway, root_stored, reads, multiplexer_ticks)
         for name in sorted(set(inventory.owned_bots()) | set(routines))
     ]
-    return health.evaluate(bots, time.time() if now is None else now)
+    mcp = hermes_install.mcp_library() if any(b.mcp_servers for b in bots) else None
+    return health.evaluate(
+        bots, time.time() if now is None else now, mcp_library=mcp.available if mcp else None, mcp_where=mcp.where if mcp else ""
+    )
 
 
 def bot_runtime(
@@ -109,6 +112,7 @@ def bot_runtime(
         gateway=gateway,
         routines=tuple(routines),
         errors=tuple(errors),
+        mcp_servers=facts.mcp_servers,
     )
 
 

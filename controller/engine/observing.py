@@ -32,6 +32,7 @@ from controller.adapters import (
 )
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
+from controller.core import mcp as mcp_servers
 from controller.core import rooms
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_parts, split_key
 from controller.core.types import GatewayView, LiveProfile, Observed, RenameSeen
@@ -89,6 +90,7 @@ def observe(
     avatars = {name: image_digest(bot.avatar_image) for name, bot in state.bots.items() if bot.avatar_image}
     hermes = hermes_install.detect(hermes_version)
     managed = hermes_install.managed_scope()
+    mcp = hermes_install.mcp_library() if mcp_servers.declared(state) else None
     return Observed(
         live=live,
         env_values=env_values,
@@ -106,6 +108,8 @@ def observe(
         managed_scope=managed.path if managed else None,
         managed_config=managed.config if managed else {},
         renames=observe_renames(root, state, live),
+        mcp_library=mcp.available if mcp else None,
+        mcp_where=mcp.where if mcp else "",
     )
 
 
@@ -240,12 +244,15 @@ class RuntimeFacts:
     errors: tuple[str, ...]
     provider: Any  # config.yaml's model.provider (None when unset or no config)
     env_keys: frozenset[str]  # the .env keys with a non-empty value
+    mcp_servers: tuple[str, ...] = ()  # its config.yaml's enabled MCP servers
 
     @classmethod
     def of(cls, live: LiveProfile) -> RuntimeFacts:
         provider = live.config_value("model.provider")[1] if live.config is not None else None
         env_keys = frozenset(k for k, v in (live.env or {}).items() if str(v).strip())
-        return cls(tuple(live.errors), provider, env_keys)
+        servers = live.config_value("mcp_servers")[1] if live.config is not None else None
+        enabled = tuple(sorted(str(k) for k, v in servers.items() if mcp_servers.enabled(v))) if isinstance(servers, dict) else ()
+        return cls(tuple(live.errors), provider, env_keys, enabled)
 
 
 def _shared_config(config: configfile.ConfigDoc, pool: sharing.Sharer) -> dict[str, Any]:

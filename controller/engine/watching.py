@@ -612,6 +612,7 @@ HEALTH_CODES = (
     "ticker-stalled",
     "ticker-failing",
     "credentials-missing",
+    "mcp-unavailable",
 )
 
 

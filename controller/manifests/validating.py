@@ -31,6 +31,7 @@ from controller.hermes.env import ENV_NAME_DENYLIST
 from controller.hermes.env import value_problem as env_value_problem
 from controller.hermes.urls import clear_text_allowed
 from controller.manifests import desired as d
+from controller.manifests import effects
 from controller.manifests.loading import Document, Kept
 from controller.manifests.models import (
     API_VERSION,
@@ -259,6 +260,8 @@ def _explain(err: dict[str, Any], cls: type[BaseModel], *, suggest: bool = True)
     loc = err["loc"]
     kind = err["type"]
     field_name = str(loc[-1]) if loc else ""
+    if kind == "extra_forbidden" and (retired := effects.retired_field(loc)) is not None:
+        return loc, retired[0], retired[1], "no_reader"
     if kind == "extra_forbidden":
         allowed = _fields_at(cls, loc[:-1])
         # "did you mean" is a fuzzy match per key; past MAX_SUGGESTIONS findings (more than are shown)
@@ -508,6 +511,7 @@ class _Checks:
         self.bot_hosts = {x.obj.name: x.obj.host for x in g.bots}
         self.peer_names = {x.obj.name for x in g.peers}
         self.section_names = {x.obj.name for x in g.sections}
+        self.effects = effects.Effects()
 
     def run(self) -> None:
         self.check_unique(self.g.bots, "bot")
@@ -524,6 +528,7 @@ class _Checks:
             self.check_room(room)
         for peer in self.g.peers:
             self.check_peer(peer)
+        self.effects.finish(self.report)
 
     def check_unique(self, items: list[Declared], what: str) -> None:
         first: dict[str, Declared] = {}
@@ -707,6 +712,7 @@ class _Checks:
                             "secret_literal",
                         )
         self.check_config(item, settings.config, BOT_COVERED, install=False, prefix=prefix)
+        self.effects.check_settings(item.at, prefix, settings, self.report)
 
     def check_env_literal(self, where: tuple[Document, tuple[object, ...]], key: str, value: object) -> None:
         """A literal .env value: the same checks the .env writer makes (validate predicts apply)."""

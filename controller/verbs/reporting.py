@@ -377,6 +377,7 @@ def plan_json(
         "home": home,
         "summary": {**plan.counts(), "drifted": len(plan.drifted), "changes_pending": plan.has_changes},
         "notes": list(plan.notes),
+        "hermes_extras": list(plan.hermes_extras),
         "objects": [
             {
                 "kind": c.kind.value,

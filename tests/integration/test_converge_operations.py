@@ -211,7 +211,7 @@ def test_install_wide_settings_land_in_the_root_config(home: Path, manifests: Pa
         manifests,
         [{"name": "bot", "title": "Bot"}],
         gateway={
-            "bot_loop_guard": {"enabled": False, "max_hops": 4, "bot_replies_expect_reply": True},
+            "bot_loop_guard": {"enabled": False, "max_events": 4, "window_seconds": 120},
             "bot_mode_protocol": False,
             "group_router": {"provider": "openrouter", "model": "google/gemini-flash"},
         },
@@ -233,8 +233,8 @@ def test_install_wide_settings_land_in_the_root_config(home: Path, manifests: Pa
     data = read_yaml(home / "config.yaml")
     assert data["gateway"]["bot_loop_guard"] == {
         "enabled": False,
-        "max_hops": 4,
-        "bot_replies_expect_reply": True,
+        "max_events": 4,
+        "window_seconds": 120,
     }
     assert data["agent"]["bot_mode_protocol"] is False
     assert data["auxiliary"]["group_router"] == {"provider": "openrouter", "model": "google/gemini-flash"}

@@ -52,7 +52,7 @@ spec:
       section: Clients
       avatar: {kind: image, image: face.png}
   peers: [{name: spark, url: "http://spark.lan:8642", key: {from_env: SPARK_KEY}, note: lab box}]
-  gateway: {bot_loop_guard: {max_hops: 4}, bot_mode_protocol: true}
+  gateway: {bot_loop_guard: {max_events: 4}, bot_mode_protocol: true}
   checkpoints: {enabled: false, max_total_size_mb: 300}
   config: {timezone: Europe/Berlin}
 """

@@ -200,7 +200,7 @@ def fleets(draw: st.DrawFn, hostile: bool | None = None) -> dict[str, Any]:
         spec["config"] = draw(st.dictionaries(hostile_key if hostile else calm_key, nested(hostile), max_size=4))
     if draw(st.integers(0, 3)) == 0:
         hops = draw(st.sampled_from(NUMBERS if hostile else [1, 4]))
-        spec["gateway"] = {"bot_loop_guard": {"enabled": draw(st.booleans()), "max_hops": hops}}
+        spec["gateway"] = {"bot_loop_guard": {"enabled": draw(st.booleans()), "max_events": hops}}
     if draw(st.integers(0, 3)) == 0:
         urls = ["http://spark.lan:8642"] + (["https://u:p@spark.lan", "http://h/?token=abc", "ftp://x", ""] if hostile else [])
         peer = {"name": draw(st.sampled_from(["spark", "Spark"] if hostile else ["spark"])), "url": draw(st.sampled_from(urls))}

@@ -116,7 +116,7 @@ def manifests(folder: Path, version: int) -> Path:
         "metadata": {"name": FLEET},
         "spec": {
             "config": {"timezone": "Europe/Berlin" if version == 1 else "Asia/Kolkata"},
-            "gateway": {"bot_loop_guard": {"enabled": True, "max_hops": 4 if version == 1 else 6}},
+            "gateway": {"bot_loop_guard": {"enabled": True, "max_events": 4 if version == 1 else 6}},
             "sections": [{"name": "Team"}],
             "peers": [{"name": "spark", "url": "http://spark.lan:8642", "key": {"from_env": "PEER_KEY"}}],
             "bots": bots,

@@ -119,7 +119,7 @@ ONE_FILE = """\
           key: {from_env: SPARK_PEER_KEY}
           note: the GPU box
       gateway:
-        bot_loop_guard: {enabled: true, max_hops: 4, bot_replies_expect_reply: false}
+        bot_loop_guard: {enabled: true, max_events: 4, window_seconds: 300}
         bot_mode_protocol: true
         group_router: {provider: openrouter, model: google/gemini-flash}
       checkpoints: {enabled: false, max_total_size_mb: 500}
@@ -137,7 +137,7 @@ MANY_DOCUMENTS = {
             env:
               LOG_LEVEL: info
           gateway:
-            bot_loop_guard: {enabled: true, max_hops: 4, bot_replies_expect_reply: false}
+            bot_loop_guard: {enabled: true, max_events: 4, window_seconds: 300}
             bot_mode_protocol: true
             group_router: {provider: openrouter, model: google/gemini-flash}
           checkpoints: {enabled: false, max_total_size_mb: 500}
@@ -268,7 +268,7 @@ def test_one_fleet_file_and_many_documents_give_the_same_desired_state(tmp_path:
     assert a.bots["writer"].config["model.default"] == "anthropic/claude-sonnet-4"  # from defaults
     assert a.bots["writer"].section == ("sec-mig3k2p1-4f9xq", "Clients")
     assert set(researcher.env) == {"OPENROUTER_API_KEY", "GITHUB_TOKEN", "LOG_LEVEL"}
-    assert a.install_config["gateway.bot_loop_guard.max_hops"] == 4
+    assert a.install_config["gateway.bot_loop_guard.max_events"] == 4
     assert a.install_config["bot_peers.spark.url"] == "https://spark.lan:8642"
     assert "HERMES_PEER_SPARK_KEY" in a.install_env
 

@@ -727,7 +727,7 @@ RULES = [
         )
         for config, field in (
             ({"checkpoints.enabled": True}, "checkpoints"),
-            ({"gateway": {"bot_loop_guard": {"max_hops": 2}}}, "gateway.bot_loop_guard"),
+            ({"gateway": {"bot_loop_guard": {"max_events": 2}}}, "gateway.bot_loop_guard"),
             ({"agent.bot_mode_protocol": True}, "gateway.bot_mode_protocol"),
             ({"auxiliary.group_router.model": "m"}, "gateway.group_router"),
             ({"bot_peers": {"spark": {"url": "http://s"}}}, "peers"),

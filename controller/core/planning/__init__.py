@@ -7,6 +7,7 @@ before routines and rooms look at what their bots will do.
 
 from __future__ import annotations
 
+from controller.core import mcp
 from controller.core.planning import bots, notes, prune, renames, rooms, routines
 from controller.core.types import Action, Inputs, Kind, ObjectChange, Plan
 
@@ -33,4 +34,5 @@ def plan(inputs: Inputs) -> Plan:
         changes=tuple(changes),
         prune=inputs.options.prune,
         notes=tuple(notes.plan_notes(inputs) + room_notes + renames.notes(decisions, observed)),
+        hermes_extras=("mcp",) if mcp.declared(state) else (),
     )

@@ -6,8 +6,12 @@ and settings that the target Hermes ignores or applies differently from what the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from controller.core import mcp
 from controller.core.types import Inputs
 from controller.hermes import DEFAULT_PROFILE, defaults, versions
+from controller.manifests.desired import DesiredBot
 
 # Install-wide keys that only a Hermes with Bot Mode reads (docs/hermes/versions.md#support-matrix).
 BOT_CHAT_TARGET = "bot-chat"  # the Desktop's "Send results to <bot>'s Bot Chat"
@@ -30,9 +34,7 @@ def plan_notes(inputs: Inputs) -> list[str]:
             "written as for that version and main. Check docs/hermes/versions.md, or update hermes-fleet."
         )
     elif not versions.has_bot_mode(version):
-        inert = sorted(k for k in state.install_config if k.startswith(BOT_MODE_ONLY))
-        if inert:
-            notes.append(f"no effect on Hermes {version} (Bot Mode settings are read only by a newer Hermes): {', '.join(inert)}")
+        notes += _bot_mode_notes(inputs, version)
         notes += _bot_chat_delivery_notes(inputs, version)
     inheriting = [name for name in state.bots if name != DEFAULT_PROFILE]
     shared = sorted(k for k in state.install_config if f"config:{k}" not in state.root_only)
@@ -48,6 +50,8 @@ def plan_notes(inputs: Inputs) -> list[str]:
             "starts, so restart the gateway after they change (`hermes gateway restart`)"
         )
     notes += _managed_scope_notes(inputs)
+    if (mcp_note := mcp.plan_note(state, obs.mcp_library, obs.mcp_where)) is not None:
+        notes.append(mcp_note)
     for room in state.rooms.values():
         if room.who_answers == "auto":
             notes.append(
@@ -73,6 +77,38 @@ def _bot_chat_delivery_notes(inputs: Inputs, version: str) -> list[str]:
         "each run records 'no delivery target resolved for deliver=bot-chat' and the output is kept only in the bot's "
         f"cron/output/<job id>/; use deliver: local, or a platform target: {', '.join(routines)}"
     ]
+
+
+# Bot fields only Bot Mode reads (profile.yaml: ui_meta['hermes-bots'], display_name), by field kind.
+BOT_MODE_FIELDS: tuple[tuple[str, Callable[[DesiredBot], object]], ...] = (
+    ("title", lambda b: b.title),
+    ("display_name", lambda b: b.display_name),
+    ("avatar", lambda b: b.avatar or b.avatar_image),
+    ("hidden", lambda b: b.hidden),
+    ("pinned", lambda b: b.pinned),
+    ("section", lambda b: b.section),
+)
+
+
+def _bot_mode_notes(inputs: Inputs, version: str) -> list[str]:
+    """What a Hermes without Bot Mode reads nowhere: one note for the install-wide keys and one for
+    the bots' Bot Mode fields, each field kind once with its bot count (docs/hermes/no-effect.md#bot-mode-metadata)."""
+    state = inputs.state
+    out = []
+    inert = sorted(k for k in state.install_config if k.startswith(BOT_MODE_ONLY))
+    if inert:
+        out.append(
+            f"no effect on Hermes {version}, which has no loop guard, bot-mode protocol, group router or peers "
+            f"(Hermes main's gateway and agent read them): {', '.join(inert)}"
+        )
+    counts = [(kind, sum(1 for b in state.bots.values() if value(b) is not None)) for kind, value in BOT_MODE_FIELDS]
+    used = [f"{kind} ({n} bot(s))" for kind, n in counts if n]
+    if used:
+        out.append(
+            f"no effect on Hermes {version}, which reads no Bot Mode record (the Desktop and the gateway of Hermes main "
+            f"read them from profile.yaml): {', '.join(used)}"
+        )
+    return out
 
 
 def _managed_scope_notes(inputs: Inputs) -> list[str]:

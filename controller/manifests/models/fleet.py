@@ -92,12 +92,11 @@ class Peer(PeerSpec):
 
 
 class BotLoopGuard(Strict):
-    """gateway.bot_loop_guard.*: how far bot-to-bot exchanges may go."""
+    """gateway.bot_loop_guard.*: how far bot-to-bot exchanges may go (the keys Hermes main's
+    gateway/bot_loop_guard.py reads; docs/hermes/no-effect.md#loop-guard-keys)."""
 
     enabled: bool | None = None
-    max_hops: int | None = Field(default=None, ge=1, description="Bot-to-bot messages per exchange (Bot Mode guide).")
-    bot_replies_expect_reply: bool | None = Field(default=None, description="Let bots answer each other's replies.")
-    max_events: int | None = Field(default=None, ge=1, description="Hermes main: admitted bot messages per window.")
+    max_events: int | None = Field(default=None, ge=1, description="Admitted bot messages per conversation and window.")
     window_seconds: int | None = Field(default=None, ge=1)
     cooldown_seconds: int | None = Field(default=None, ge=0)
 
@@ -130,6 +129,7 @@ NOTIFICATION_EVENTS = (
     "ticker-stalled",
     "ticker-failing",
     "credentials-missing",
+    "mcp-unavailable",
     "health-recovered",
 )
 
