@@ -1,4 +1,4 @@
-"""hermes.defaults: the typed-in 0.19 defaults match the real DEFAULT_CONFIG; effective_value."""
+"""hermes.defaults: the typed-in 0.19 defaults match the real DEFAULT_CONFIG; lookup and default_for."""
 
 from __future__ import annotations
 
@@ -8,24 +8,24 @@ from pathlib import Path
 import pytest
 
 from controller.hermes import defaults as hermes_defaults
-from controller.hermes.defaults import effective_value
+from controller.hermes.defaults import default_for, lookup
 from tests.adapters.conftest import RealHermes
 
 
-def test_effective_value_prefers_the_live_value():
+def test_lookup_finds_live_values_and_default_for_knows_hermes_defaults():
     doc = {"checkpoints": {"enabled": True}}
-    assert effective_value(doc, "checkpoints.enabled") == (True, True)
-    assert effective_value(doc, "checkpoints.max_snapshots") == (True, 20)
-    assert effective_value(doc, "approvals.mode") == (True, "smart")
-    assert effective_value(doc, "gateway.bot_loop_guard.cooldown_seconds") == (True, 600)
-    assert effective_value(doc, "not.a.known.key") == (False, None)
+    assert lookup(doc, "checkpoints.enabled") == (True, True)
+    assert lookup(doc, "checkpoints.max_snapshots") == (False, None)
+    assert default_for("checkpoints.max_snapshots") == (True, 20)
+    assert default_for("approvals.mode") == (True, "smart")
+    assert default_for("gateway.bot_loop_guard.cooldown_seconds") == (True, 600)
+    assert default_for("not.a.known.key") == (False, None)
 
 
 def test_defaults_are_copied_out():
-    doc: dict = {}
-    _, toolsets = effective_value(doc, "toolsets")
+    _, toolsets = default_for("toolsets")
     toolsets.append("mutated")
-    assert effective_value(doc, "toolsets") == (True, ["hermes-cli"])
+    assert default_for("toolsets") == (True, ["hermes-cli"])
 
 
 def test_all_eight_checkpoint_keys_are_listed():
