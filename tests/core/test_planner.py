@@ -20,7 +20,8 @@ import pytest
 
 from controller.core import drift, jobs, planning
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, room_key, routine_key
-from controller.core.planning.bots import applied_record, desired_fields
+from controller.core.planning.bots import CONFIG_VERSION_FIELD, applied_record, desired_fields
+from controller.hermes.defaults import CONFIG_VERSION
 from controller.core.rooms import base_room_id
 from controller.core.types import (
     Action,
@@ -28,7 +29,9 @@ from controller.core.types import (
     Inputs,
     Kind,
     LiveProfile,
+    ObjectChange,
     Observed,
+    Op,
     Options,
     Plan,
     Reason,
@@ -67,6 +70,7 @@ def live_from(bot: DesiredBot, **changes: Any) -> LiveProfile:
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = value
+    config["_config_version"] = CONFIG_VERSION
     meta = {k[5:]: v for k, v in desired_fields(bot, {}, None).items() if k.startswith("meta:")}
     base = LiveProfile(
         name=bot.name, path=HOME / "profiles" / bot.name, exists=True, marker={"fleet": "acme", "profile": bot.name},
@@ -88,7 +92,8 @@ def inventory(objects: Mapping[str, dict[str, Any]] | None = None) -> Inventory:
 
 
 def owned_bot(bot: DesiredBot) -> dict[str, Any]:
-    return {"applied": applied_record(desired_fields(bot, {}, None), frozenset(), inventory())}
+    fields = {**desired_fields(bot, {}, None), CONFIG_VERSION_FIELD: CONFIG_VERSION}
+    return {"applied": applied_record(fields, frozenset(), inventory())}
 
 
 def job_of(bot: str, routine: Routine, job_id: str = "job000000001") -> dict[str, Any]:
@@ -284,7 +289,7 @@ CASES = [
         id="update-from-the-manifests",
     ),
     pytest.param(
-        with_live(BASELINE, alpha=live_from(ALPHA, config={"model": {"default": "hand-edited"}})),
+        with_live(BASELINE, alpha=live_from(ALPHA, config={"model": {"default": "hand-edited"}, "_config_version": CONFIG_VERSION})),
         {"bot/alpha": (Action.UPDATE, Reason.MANAGED)},
         {"bot/alpha": ["config:model.default"]},
         id="config-drift",
@@ -683,3 +688,37 @@ def test_a_seat_says_what_it_needs() -> None:
     assert seat(mixed(ends_in_days=3)) == ("grant ends 2026-12-04", "renewed")
     routes = dataclasses.replace(mixed().observed.rooms, routes={})  # type: ignore[arg-type]
     assert seat(with_observed(mixed(status="needs_reauthorization"), rooms=routes)) is None  # no driver_status: no judging
+
+
+# --- _config_version (docs/hermes/files.md#config-version) ----------------------------------------
+
+
+def _alpha_change(inputs: Inputs) -> ObjectChange:
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    return next(c for c in plan.changes if c.key == "bot/alpha")
+
+
+def test_config_version_bumped_by_a_later_hermes_is_not_drift() -> None:
+    bumped = live_from(ALPHA, config={"model": {"default": "m1"}, "_config_version": CONFIG_VERSION + 4})
+    change = _alpha_change(with_live(BASELINE, alpha=bumped))
+    assert (change.action, change.drift, change.fields) == (Action.NOOP, False, ())
+
+
+def test_config_version_is_stamped_on_a_file_applied_without_it() -> None:
+    # A bot applied by an earlier hermes-fleet: its record and its file lack the version.
+    bare = live_from(ALPHA, config={"model": {"default": "m1"}})
+    unstamped = inventory({bot_key("alpha"): {"applied": applied_record(desired_fields(ALPHA, {}, None), frozenset(), inventory())}})
+    change = _alpha_change(dataclasses.replace(with_live(BASELINE, alpha=bare), inventory=unstamped))
+    assert change.action is Action.UPDATE and not change.drift
+    assert [(f.field, f.op, f.new) for f in change.fields] == [(CONFIG_VERSION_FIELD, Op.ADD, CONFIG_VERSION)]
+
+
+def test_config_version_of_an_older_hermes_is_left_to_its_migrations() -> None:
+    old = live_from(ALPHA, config={"model": {"default": "m1"}, "_config_version": 12})
+    inputs = with_live(BASELINE, alpha=old)
+    change = _alpha_change(inputs)
+    assert CONFIG_VERSION_FIELD not in {f.field for f in change.fields}
+    with no_filesystem():
+        notes = planning.plan(inputs).notes
+    assert any("alpha (v12: `hermes -p alpha config migrate`)" in n and n.startswith("warning:") for n in notes), notes
