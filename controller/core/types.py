@@ -85,6 +85,7 @@ class Reason(StrEnum):
     ALREADY_GONE = "already-gone"  # gone from the manifests and from the home already
     GOES_WITH_BOT = "goes-with-bot"  # a routine released with its bot
     ONE_SHOT_DONE = "one-shot-done"  # a one-shot routine ran and Hermes removed it
+    MENTION_COLLISION = "mention-collision"  # an @-tag this plan gives a bot is another live profile's too
 
 
 class RunResult(StrEnum):
@@ -308,6 +309,9 @@ class Observed:
     managed_scope: str | None = None  # Hermes' machine-wide managed scope folder, when there is one
     managed_config: Mapping[str, Any] = field(default_factory=dict)  # its config.yaml, whose leaves win
     renames: Mapping[str, RenameSeen] = field(default_factory=dict)  # new bot name -> its rename's facts
+    # Live profiles of the home outside the fleet's view (neither declared nor owned): name ->
+    # (ui_meta title, display_name), for the @-tags the Desktop gives them (planning/tags.py).
+    others: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

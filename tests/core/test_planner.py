@@ -722,3 +722,44 @@ def test_config_version_of_an_older_hermes_is_left_to_its_migrations() -> None:
     with no_filesystem():
         notes = planning.plan(inputs).notes
     assert any("alpha (v12: `hermes -p alpha config migrate`)" in n and n.startswith("warning:") for n in notes), notes
+
+
+# --- @-tags shared with the home's other profiles (planning/tags.py) ----------------------------------
+
+
+def test_a_new_title_that_tags_an_unmanaged_profile_is_a_conflict() -> None:
+    writer = DesiredBot(name="beta", origin=Origin("fleet.yaml", 20), title="Writer")
+    inputs = dataclasses.replace(
+        with_observed(BASELINE, others={"writer": (None, None)}),
+        state=state(ALPHA, writer),
+    )
+    inputs = with_live(inputs, beta=absent("beta"))
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    change = next(c for c in plan.changes if c.key == "bot/beta")
+    assert (change.action, change.code) == (Action.CONFLICT, Reason.MENTION_COLLISION)
+    assert "its title gives @writer, which is also the name of profile 'writer'" in change.reason
+
+
+def test_a_display_name_shared_with_an_unmanaged_title_is_a_conflict_when_changed() -> None:
+    renamed = dataclasses.replace(ALPHA, display_name="Scout")
+    inputs = dataclasses.replace(with_observed(BASELINE, others={"helper": ("Scout", None)}), state=state(renamed))
+    change = _alpha_change(inputs)
+    assert (change.action, change.code) == (Action.CONFLICT, Reason.MENTION_COLLISION)
+    assert "its display_name gives @scout, which is also the title tag of profile 'helper'" in change.reason
+
+
+def test_a_collision_already_live_is_a_warning() -> None:
+    inputs = with_observed(BASELINE, others={"helper": (None, "Alpha")})
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    assert actions(plan)["bot/alpha"] == (Action.NOOP, Reason.MANAGED)
+    assert any(n.startswith("warning: bot 'alpha': its name gives @alpha") and "'helper'" in n for n in plan.notes), plan.notes
+
+
+def test_other_profiles_without_shared_tags_change_nothing() -> None:
+    inputs = with_observed(BASELINE, others={"helper": ("Helper", "Assistant")})
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    assert actions(plan)["bot/alpha"] == (Action.NOOP, Reason.MANAGED)
+    assert not any("@" in n for n in plan.notes)
