@@ -202,3 +202,20 @@ def test_a_title_that_tags_a_live_unmanaged_profile_is_refused(home: Path, manif
         assert not (home / "profiles" / "beta").exists()
     run = apply(write_fleet(manifests, [{"name": "beta", "title": "Reviewer"}]), home)
     assert run.code == 0, run.text
+
+
+def test_titles_and_section_names_are_written_trimmed(home: Path, manifests: Path) -> None:
+    """The Desktop trims both wherever it reads or writes them (labels.ts, user-sections.ts)."""
+    bot = {"name": "researcher", "title": "  Research Buddy ", "section": " Team "}
+    manifest = write_fleet(manifests, [bot], sections=[{"name": "Team  "}])
+    run = apply(manifest, home)
+    assert run.code == 0, run.text
+    record = _meta(home)["ui_meta"]["hermes-bots"]
+    assert (record["title"], record["sectionName"]) == ("Research Buddy", "Team")
+    assert record["sectionId"] == section_id("acme", "Team")
+    assert_converged(manifest, home)
+
+    # A copy written with spaces around it reads the same in the Desktop: not drift, nothing to apply.
+    path = profile(home, "researcher") / "profile.yaml"
+    path.write_text(path.read_text().replace("title: Research Buddy", "title: ' Research Buddy '"))
+    assert_converged(manifest, home)
