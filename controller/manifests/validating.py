@@ -909,26 +909,26 @@ class _Checks:
         owners: dict[str, list[tuple[Declared, str]]] = defaultdict(list)
         for item in self.g.bots:
             bot: Bot = item.obj
-            for tag, field in naming.bot_tags(bot.name, bot.title, bot.display_name).items():
-                owners[tag].append((item, field))
+            for tag, source in naming.bot_tags(bot.name, bot.title, bot.display_name).items():
+                owners[tag].append((item, source))
         for tag, holders in owners.items():
-            for item, field in holders:
+            for item, source in holders:
                 others = [(o, f) for o, f in holders if o is not item]
-                if field == "name" or not others:
+                if source == "name" or not others:
                     continue  # a name is reported on the title or display_name that takes it
-                value = getattr(item.obj, field)
+                value = getattr(item.obj, source)
                 self.report.error(
-                    item.at(field),
-                    f"{field} {value!r} gives the tag @{tag}, which is also "
+                    item.at(source),
+                    f"{source} {value!r} gives the tag @{tag}, which is also "
                     f"{'; '.join(self._tag_owner(o, f) for o, f in others)}; the Desktop resolves a tag two bots "
                     "share to nobody",
-                    f"choose a {field} whose tags no other bot uses",
+                    f"choose a {source} whose tags no other bot uses",
                     "mention_collision",
                 )
 
-    def _tag_owner(self, item: Declared, field: str) -> str:
-        doc, loc = item.at(field)
-        what = "the name" if field == "name" else f"the {field} tag"
+    def _tag_owner(self, item: Declared, source: str) -> str:
+        doc, loc = item.at(source)
+        what = "the name" if source == "name" else f"the {source} tag"
         return f"{what} of bot {item.obj.name!r} ({doc.source}:{doc.locate(loc)[0]})"
 
     def check_room(self, item: Declared) -> None:

@@ -346,7 +346,9 @@ def test_our_state_db_has_the_schema_hermes_creates(hermes: HermesCLI, hermes_ro
     of its schema Hermes adds on its first read-write open."""
     ours = new_bot_chat(hermes_root, how) / "state.db"
     theirs = tmp_path / "hermes-made.db"
-    hermes.python(f"from pathlib import Path\nfrom hermes_state import SessionDB\nSessionDB(db_path=Path({str(theirs)!r})).close()\n")
+    hermes.python(
+        f"from pathlib import Path\nfrom hermes_state import SessionDB\nSessionDB(db_path=Path({str(theirs)!r})).close()\n"
+    )
     mine = _schema_of(ours)
     assert mine == _schema_of(theirs, set(mine["sql"]))  # type: ignore[arg-type]
     tables = {"schema_version", "sessions", "messages", "idx_sessions_title_unique", "sqlite_sequence"}  # AUTOINCREMENT

@@ -21,7 +21,6 @@ import pytest
 from controller.core import drift, jobs, planning
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, room_key, routine_key
 from controller.core.planning.bots import CONFIG_VERSION_FIELD, applied_record, desired_fields
-from controller.hermes.defaults import CONFIG_VERSION
 from controller.core.rooms import base_room_id
 from controller.core.types import (
     Action,
@@ -36,6 +35,7 @@ from controller.core.types import (
     Plan,
     Reason,
 )
+from controller.hermes.defaults import CONFIG_VERSION
 from controller.manifests.desired import DesiredBot, DesiredState, Origin, Seat
 from controller.manifests.models import Peer, Room, Routine, SecretRef
 
@@ -289,7 +289,7 @@ CASES = [
         id="update-from-the-manifests",
     ),
     pytest.param(
-        with_live(BASELINE, alpha=live_from(ALPHA, config={"model": {"default": "hand-edited"}, "_config_version": CONFIG_VERSION})),
+        with_live(BASELINE, alpha=live_from(ALPHA, config={"model": {"default": "hand-edited"}, "_config_version": 33})),
         {"bot/alpha": (Action.UPDATE, Reason.MANAGED)},
         {"bot/alpha": ["config:model.default"]},
         id="config-drift",
@@ -708,7 +708,8 @@ def test_config_version_bumped_by_a_later_hermes_is_not_drift() -> None:
 def test_config_version_is_stamped_on_a_file_applied_without_it() -> None:
     # A bot applied by an earlier hermes-fleet: its record and its file lack the version.
     bare = live_from(ALPHA, config={"model": {"default": "m1"}})
-    unstamped = inventory({bot_key("alpha"): {"applied": applied_record(desired_fields(ALPHA, {}, None), frozenset(), inventory())}})
+    record = applied_record(desired_fields(ALPHA, {}, None), frozenset(), inventory())
+    unstamped = inventory({bot_key("alpha"): {"applied": record}})
     change = _alpha_change(dataclasses.replace(with_live(BASELINE, alpha=bare), inventory=unstamped))
     assert change.action is Action.UPDATE and not change.drift
     assert [(f.field, f.op, f.new) for f in change.fields] == [(CONFIG_VERSION_FIELD, Op.ADD, CONFIG_VERSION)]
