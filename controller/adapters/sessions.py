@@ -33,7 +33,11 @@ BOT_CHAT_SOURCE = "cli"  # what `hermes chat -c "Bot Chat" --create-if-missing` 
 # lacks, and runs data migrations from the stored version. So a new DB only needs the tables
 # that read-only readers query before any Hermes writer has opened it (`sessions`, `messages`,
 # with their 0.19 columns), the unique title index, and the version marker; Hermes creates the
-# rest (FTS tables, triggers, other indexes) itself. Newer Hermes migrates up from 22.
+# rest (FTS tables, triggers, other indexes) itself. Newer Hermes migrates up from 22. Each
+# statement below is, to the byte, the one 0.19.0's SCHEMA_SQL runs (SQLite keeps that text in
+# sqlite_master): tests/adapters/test_sessions.py compares them with a DB the real 0.19.0 creates.
+# 0.19.0 has no `hidden` column; main's reconciler adds it (DEFAULT 0) when it first opens the
+# file, so the Bot Chat is hidden only where the column exists (docs/hermes/bot-mode.md#bot-chat).
 HERMES_SCHEMA_VERSION = 22
 _SESSION_COLUMNS: tuple[tuple[str, str], ...] = (
     ("id", "TEXT PRIMARY KEY"),
@@ -114,7 +118,7 @@ def _create_table_sql(table: str, columns: tuple[tuple[str, str], ...], extra: s
 
 
 _SCHEMA_STATEMENTS = (
-    "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS schema_version (\n    version INTEGER NOT NULL\n)",
     _create_table_sql("sessions", _SESSION_COLUMNS, ",\n    FOREIGN KEY (parent_session_id) REFERENCES sessions(id)"),
     _create_table_sql("messages", _MESSAGE_COLUMNS),
     # Same name and definition as Hermes', so its own `IF NOT EXISTS` finds it already there.

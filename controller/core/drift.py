@@ -16,6 +16,12 @@ from typing import Any
 from controller.core import jobs
 from controller.core.inventory import Inventory
 from controller.core.types import LiveProfile
+from controller.hermes import defaults
+
+_CONFIG_VERSION_FIELD = f"config:{defaults.CONFIG_VERSION_KEY}"
+# Texts the Desktop trims wherever it reads them (labels.ts displayName, user-sections.ts):
+# surrounding spaces change nothing it shows (docs/hermes/bot-mode.md#titles).
+_TRIMMED = frozenset({"meta:title", "meta:sectionName"})
 
 
 def is_secret_record(was: Any) -> bool:
@@ -31,6 +37,12 @@ def comparable(name: str, value: Any, *, secret: bool, inventory: Inventory) -> 
         return inventory.secret_hash(str(value))
     if name == "soul":
         return "sha256:" + hashlib.sha256(str(value).encode()).hexdigest()
+    if name in _TRIMMED and isinstance(value, str):
+        return value.strip()
+    if name == _CONFIG_VERSION_FIELD and defaults.config_version_of(value) >= defaults.CONFIG_VERSION:
+        # A later Hermes migrating the file bumps the version: the file is still (at least) in
+        # the schema the fleet wrote, so that is not drift (docs/hermes/files.md#config-version).
+        return defaults.CONFIG_VERSION
     return value
 
 

@@ -85,6 +85,7 @@ class Reason(StrEnum):
     ALREADY_GONE = "already-gone"  # gone from the manifests and from the home already
     GOES_WITH_BOT = "goes-with-bot"  # a routine released with its bot
     ONE_SHOT_DONE = "one-shot-done"  # a one-shot routine ran and Hermes removed it
+    MENTION_COLLISION = "mention-collision"  # an @-tag this plan gives a bot is another live profile's too
 
 
 class RunResult(StrEnum):
@@ -314,6 +315,9 @@ class Observed:
     # MCP server; None: not asked, or no answer) and which interpreter was asked (or why none was).
     mcp_library: bool | None = None
     mcp_where: str = ""
+    # Live profiles of the home outside the fleet's view (neither declared nor owned): name ->
+    # (ui_meta title, display_name), for the @-tags the Desktop gives them (planning/tags.py).
+    others: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

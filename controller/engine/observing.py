@@ -38,7 +38,7 @@ from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_p
 from controller.core.types import GatewayView, LiveProfile, Observed, RenameSeen
 from controller.engine import records
 from controller.errors import ControllerError, RefusedValue, SecretUnavailable
-from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension
+from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension, naming
 from controller.manifests import references
 from controller.manifests.desired import DesiredState, EnvEntry, Seat
 
@@ -110,7 +110,29 @@ def observe(
         renames=observe_renames(root, state, live),
         mcp_library=mcp.available if mcp else None,
         mcp_where=mcp.where if mcp else "",
+        others=observe_others(root, present, names | {DEFAULT_PROFILE}),
     )
+
+
+def observe_others(root: Path, present: frozenset[str] | None, seen: set[str]) -> dict[str, tuple[str | None, str | None]]:
+    """The title and display name of every other live profile of the home (the Desktop's roster
+    lists every profile: docs/hermes/bot-mode.md#mentions). A profile.yaml that cannot be read
+    gives no friendly names; the profile's own name still counts."""
+    others: dict[str, tuple[str | None, str | None]] = {}
+    for name in sorted((present or frozenset()) - seen):
+        if naming.profile_name_problem(name) is not None:
+            continue  # staging folders, `.deleted`, files: not profiles
+        path = home.profile_dir(root, name)
+        if path.is_symlink() or not path.is_dir():
+            continue
+        try:
+            meta = profilemeta.ProfileMeta.load(path / "profile.yaml")
+            record = meta.bot_record() or {}
+            title = record.get("title")
+            others[name] = (title if isinstance(title, str) else None, meta.display_name)
+        except (ControllerError, OSError):
+            others[name] = (None, None)
+    return others
 
 
 def rename_sources(state: DesiredState, inventory: Inventory) -> set[str]:

@@ -10,6 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# The config schema version a config.yaml of Hermes 0.19.0 carries (DEFAULT_CONFIG["_config_version"]).
+# `hermes config check` and `hermes doctor` compare a file's raw value with it (a missing one counts
+# as 0) and ask for a migration while it is lower (docs/hermes/files.md#config-version).
+CONFIG_VERSION_KEY = "_config_version"
+CONFIG_VERSION = 33
+
 # hermes_cli/config.py DEFAULT_CONFIG (0.19.0, _config_version 33), flattened to dotted keys.
 HERMES_0_19_DEFAULTS: dict[str, Any] = {
     "checkpoints.enabled": False,
@@ -127,3 +133,14 @@ def without_defaults(tree: Mapping[str, Any], prefix: str = "", *, keep: frozens
         elif dotted in keep or not is_hermes_default(dotted, value):
             out[key] = value
     return out
+
+
+def config_version_of(value: Any) -> int:
+    """A raw `_config_version` as Hermes reads it: an int >= 0, anything else is 0
+    (hermes_cli/config.py `_coerce_config_version`, 0.19.0)."""
+    if isinstance(value, bool):
+        return 0
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0

@@ -46,6 +46,19 @@ def mention_forms(text: str) -> list[str]:
     return forms
 
 
+def bot_tags(name: str, title: str | None = None, display_name: str | None = None) -> dict[str, str]:
+    """Every @-tag the Desktop resolves to this bot, each with the field it comes from (`name`,
+    `title`, `display_name`): its profile name, and the mention forms of its title and display name
+    (`resolveRosterMentions` with `botFriendlyNames`: docs/hermes/bot-mode.md#mentions)."""
+    tags: dict[str, str] = {}
+    if name not in RESERVED_MENTIONS:  # `default` is @hermes, which no other bot can take
+        tags[name] = "name"
+    for field, value in (("title", title), ("display_name", display_name)):
+        for form in mention_forms(value or ""):
+            tags.setdefault(form, field)
+    return tags
+
+
 def peer_env_key(peer: str) -> str:
     """`my-box` -> `HERMES_PEER_MY_BOX_KEY` (hermes_cli/subcommands/peer.py in main)."""
     return "HERMES_PEER_" + peer.upper().replace("-", "_") + "_KEY"

@@ -947,30 +947,32 @@ class _Checks:
             )
 
     def check_mentions(self) -> None:
-        # Every @-form a bot answers to: its name, plus its title's forms (docs/hermes/bot-mode.md#mentions).
-        owners: dict[str, set[str]] = defaultdict(set)
-        forms: list[list[str]] = []
+        # Every @-tag a bot answers to in the Desktop: its name, and its title's and display_name's
+        # forms; a tag two bots share reaches neither (docs/hermes/bot-mode.md#mentions).
+        owners: dict[str, list[tuple[Declared, str]]] = defaultdict(list)
         for item in self.g.bots:
             bot: Bot = item.obj
-            owners[bot.name].add(bot.name)
-            forms.append(naming.mention_forms(bot.title or ""))
-            for form in forms[-1]:
-                owners[form].add(bot.name)
-        for item, own_forms in zip(self.g.bots, forms, strict=True):
-            bot = item.obj
-            for form in own_forms:
-                if len(owners[form]) < 2:  # only this bot (it is among the owners of its own forms)
-                    continue
-                others = sorted(owners[form] - {bot.name})
-                if others:
-                    clash = "the name" if form in self.bot_names and form != bot.name else "a title tag"
-                    self.report.error(
-                        item.at("title"),
-                        f"title {bot.title!r} gives the tag @{form}, which is also {clash} of "
-                        f"{', '.join(others)}; Hermes resolves an ambiguous tag to nobody",
-                        "choose a title whose tags no other bot uses",
-                        "mention_collision",
-                    )
+            for tag, source in naming.bot_tags(bot.name, bot.title, bot.display_name).items():
+                owners[tag].append((item, source))
+        for tag, holders in owners.items():
+            for item, source in holders:
+                others = [(o, f) for o, f in holders if o is not item]
+                if source == "name" or not others:
+                    continue  # a name is reported on the title or display_name that takes it
+                value = getattr(item.obj, source)
+                self.report.error(
+                    item.at(source),
+                    f"{source} {value!r} gives the tag @{tag}, which is also "
+                    f"{'; '.join(self._tag_owner(o, f) for o, f in others)}; the Desktop resolves a tag two bots "
+                    "share to nobody",
+                    f"choose a {source} whose tags no other bot uses",
+                    "mention_collision",
+                )
+
+    def _tag_owner(self, item: Declared, source: str) -> str:
+        doc, loc = item.at(source)
+        what = "the name" if source == "name" else f"the {source} tag"
+        return f"{what} of bot {item.obj.name!r} ({doc.source}:{doc.locate(loc)[0]})"
 
     def check_room(self, item: Declared) -> None:
         room: Room = item.obj

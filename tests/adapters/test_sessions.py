@@ -321,3 +321,36 @@ def test_hermes_refuses_a_second_bot_chat_title(hermes: HermesCLI, hermes_root: 
         profile="bot",
     )
     assert out.stdout.startswith("refused"), out.stdout
+
+
+def _schema_of(db: Path, names: set[str] | None = None) -> dict[str, object]:
+    """What a reader of the file sees of these objects: their CREATE text, columns and version."""
+    conn = sqlite3.connect(db)
+    try:
+        found = {name: sql for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL")}
+        keep = set(found) if names is None else names
+        return {
+            "sql": {name: found.get(name) for name in sorted(keep)},
+            "columns": {t: conn.execute(f'PRAGMA table_info("{t}")').fetchall() for t in ("sessions", "messages")},
+            "version": conn.execute("SELECT version FROM schema_version").fetchall(),
+        }
+    finally:
+        conn.close()
+
+
+@pytest.mark.hermes
+@pytest.mark.parametrize("how", ["sqlite", "image"])
+def test_our_state_db_has_the_schema_hermes_creates(hermes: HermesCLI, hermes_root: Path, tmp_path: Path, how: str) -> None:
+    """Every table and index we create is, to the byte of its CREATE statement, what 0.19.0's own
+    SessionDB creates in a new file (hermes_state.py SCHEMA_SQL and the title index); the rest
+    of its schema Hermes adds on its first read-write open."""
+    ours = new_bot_chat(hermes_root, how) / "state.db"
+    theirs = tmp_path / "hermes-made.db"
+    hermes.python(
+        f"from pathlib import Path\nfrom hermes_state import SessionDB\nSessionDB(db_path=Path({str(theirs)!r})).close()\n"
+    )
+    mine = _schema_of(ours)
+    assert mine == _schema_of(theirs, set(mine["sql"]))  # type: ignore[arg-type]
+    tables = {"schema_version", "sessions", "messages", "idx_sessions_title_unique", "sqlite_sequence"}  # AUTOINCREMENT
+    assert set(mine["sql"]) == tables  # type: ignore[arg-type]
+    assert "hidden" not in {c[1] for c in mine["columns"]["sessions"]}  # type: ignore[index]  # 0.19.0 has none

@@ -169,3 +169,21 @@ def test_apply_over_a_hermes_created_profile_with_adopt(hermes: HermesCLI, herme
     assert config_get(hermes, "researcher", "model.default") == "claude-opus-4"
     assert hermes.run("sessions", "list", profile="researcher").stdout.count("Bot Chat") == 1
     assert_converged(fleet, hermes_root)
+
+
+def test_hermes_own_checks_ask_no_migration(hermes: HermesCLI, hermes_root: Path, fleet: Path) -> None:
+    """`hermes config check` and `hermes doctor` compare each file's raw `_config_version` with
+    0.19.0's (hermes_cli/config.py check_config_version): apply writes it, so they ask for nothing."""
+    assert apply(fleet, hermes_root).code == 0
+    for who in ("researcher", "writer", "default"):
+        check = hermes.run("config", "check", profile=who).stdout
+        assert "Config version: 33 ✓" in check, check
+        assert "update available" not in check and "new config option" not in check, check
+    doctor = hermes.run("doctor", profile="researcher", check=False, timeout=180).stdout
+    assert "Config version up to date (v33)" in doctor, doctor
+    assert "Config version outdated" not in doctor, doctor
+
+    # A later Hermes migrating the file bumps the version: that is not drift.
+    config = profile(hermes_root, "researcher") / "config.yaml"
+    config.write_text(config.read_text().replace("_config_version: 33", "_config_version: 40"))
+    assert_converged(fleet, hermes_root)

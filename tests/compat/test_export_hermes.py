@@ -1,7 +1,8 @@
 """Export a home built by hand with the real Hermes 0.19.0 CLI, then adopt it.
 
 Adoption adds to a CLI-built profile only the headless Bot Mode enablement (the Bot Mode record and the
-canonical "Bot Chat" session, which Hermes 0.19 cannot create without a model call).
+canonical "Bot Chat" session, which Hermes 0.19 cannot create without a model call), and the
+`_config_version` Hermes' own checks expect (`hermes config set` on a new profile writes none).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def test_hand_built_home_exports_and_adopts_without_other_changes(hermes, tmp_pa
     report = plan_json(target, hermes.root, "--adopt")
     by_name = {f"{o['kind']}/{o['name']}": o for o in report["objects"]}
     assert by_name["bot/scout"]["action"] == "adopt"
-    assert [f["field"] for f in by_name["bot/scout"]["fields"]] == ["botchat", "botmode"]
+    assert [f["field"] for f in by_name["bot/scout"]["fields"]] == ["botchat", "botmode", "config:_config_version"]
     assert by_name["routine/scout/sweep"]["action"] == "adopt"
     assert by_name["routine/scout/sweep"]["fields"] == []
 

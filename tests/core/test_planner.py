@@ -20,7 +20,7 @@ import pytest
 
 from controller.core import drift, jobs, planning, rooms
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, room_key, routine_key
-from controller.core.planning.bots import applied_record, desired_fields
+from controller.core.planning.bots import CONFIG_VERSION_FIELD, applied_record, desired_fields
 from controller.core.rooms import base_room_id
 from controller.core.types import (
     Action,
@@ -30,10 +30,12 @@ from controller.core.types import (
     LiveProfile,
     ObjectChange,
     Observed,
+    Op,
     Options,
     Plan,
     Reason,
 )
+from controller.hermes.defaults import CONFIG_VERSION
 from controller.manifests.desired import DesiredBot, DesiredState, Origin, Seat
 from controller.manifests.models import Peer, Room, Routine, SecretRef
 
@@ -71,6 +73,7 @@ def live_from(bot: DesiredBot, **changes: Any) -> LiveProfile:
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = value
+    config["_config_version"] = CONFIG_VERSION
     meta = {k[5:]: v for k, v in desired_fields(bot, {}, None).items() if k.startswith("meta:")}
     base = LiveProfile(
         name=bot.name, path=HOME / "profiles" / bot.name, exists=True, marker={"fleet": "acme", "profile": bot.name},
@@ -92,7 +95,8 @@ def inventory(objects: Mapping[str, dict[str, Any]] | None = None) -> Inventory:
 
 
 def owned_bot(bot: DesiredBot) -> dict[str, Any]:
-    return {"applied": applied_record(desired_fields(bot, {}, None), frozenset(), inventory())}
+    fields = {**desired_fields(bot, {}, None), CONFIG_VERSION_FIELD: CONFIG_VERSION}
+    return {"applied": applied_record(fields, frozenset(), inventory())}
 
 
 def job_of(bot: str, routine: Routine, job_id: str = "job000000001") -> dict[str, Any]:
@@ -288,7 +292,7 @@ CASES = [
         id="update-from-the-manifests",
     ),
     pytest.param(
-        with_live(BASELINE, alpha=live_from(ALPHA, config={"model": {"default": "hand-edited"}})),
+        with_live(BASELINE, alpha=live_from(ALPHA, config={"model": {"default": "hand-edited"}, "_config_version": 33})),
         {"bot/alpha": (Action.UPDATE, Reason.MANAGED)},
         {"bot/alpha": ["config:model.default"]},
         id="config-drift",
@@ -778,3 +782,79 @@ def test_converge_steps_are_the_writes_in_the_order_the_gateway_accepts() -> Non
         "groups.create", "groups.peer.register", "groups.policy.update",
     ]  # fmt: skip
     assert rooms.planned_writes("delete", []) == ["groups.disband"]
+
+
+# --- _config_version (docs/hermes/files.md#config-version) ----------------------------------------
+
+
+def _alpha_change(inputs: Inputs) -> ObjectChange:
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    return next(c for c in plan.changes if c.key == "bot/alpha")
+
+
+def test_config_version_bumped_by_a_later_hermes_is_not_drift() -> None:
+    bumped = live_from(ALPHA, config={"model": {"default": "m1"}, "_config_version": CONFIG_VERSION + 4})
+    change = _alpha_change(with_live(BASELINE, alpha=bumped))
+    assert (change.action, change.drift, change.fields) == (Action.NOOP, False, ())
+
+
+def test_config_version_is_stamped_on_a_file_applied_without_it() -> None:
+    # A bot applied by an earlier hermes-fleet: its record and its file lack the version.
+    bare = live_from(ALPHA, config={"model": {"default": "m1"}})
+    record = applied_record(desired_fields(ALPHA, {}, None), frozenset(), inventory())
+    unstamped = inventory({bot_key("alpha"): {"applied": record}})
+    change = _alpha_change(dataclasses.replace(with_live(BASELINE, alpha=bare), inventory=unstamped))
+    assert change.action is Action.UPDATE and not change.drift
+    assert [(f.field, f.op, f.new) for f in change.fields] == [(CONFIG_VERSION_FIELD, Op.ADD, CONFIG_VERSION)]
+
+
+def test_config_version_of_an_older_hermes_is_left_to_its_migrations() -> None:
+    old = live_from(ALPHA, config={"model": {"default": "m1"}, "_config_version": 12})
+    inputs = with_live(BASELINE, alpha=old)
+    change = _alpha_change(inputs)
+    assert CONFIG_VERSION_FIELD not in {f.field for f in change.fields}
+    with no_filesystem():
+        notes = planning.plan(inputs).notes
+    assert any("alpha (v12: `hermes -p alpha config migrate`)" in n and n.startswith("warning:") for n in notes), notes
+
+
+# --- @-tags shared with the home's other profiles (planning/tags.py) ----------------------------------
+
+
+def test_a_new_title_that_tags_an_unmanaged_profile_is_a_conflict() -> None:
+    writer = DesiredBot(name="beta", origin=Origin("fleet.yaml", 20), title="Writer")
+    inputs = dataclasses.replace(
+        with_observed(BASELINE, others={"writer": (None, None)}),
+        state=state(ALPHA, writer),
+    )
+    inputs = with_live(inputs, beta=absent("beta"))
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    change = next(c for c in plan.changes if c.key == "bot/beta")
+    assert (change.action, change.code) == (Action.CONFLICT, Reason.MENTION_COLLISION)
+    assert "its title gives @writer, which is also the name of profile 'writer'" in change.reason
+
+
+def test_a_display_name_shared_with_an_unmanaged_title_is_a_conflict_when_changed() -> None:
+    renamed = dataclasses.replace(ALPHA, display_name="Scout")
+    inputs = dataclasses.replace(with_observed(BASELINE, others={"helper": ("Scout", None)}), state=state(renamed))
+    change = _alpha_change(inputs)
+    assert (change.action, change.code) == (Action.CONFLICT, Reason.MENTION_COLLISION)
+    assert "its display_name gives @scout, which is also the title tag of profile 'helper'" in change.reason
+
+
+def test_a_collision_already_live_is_a_warning() -> None:
+    inputs = with_observed(BASELINE, others={"helper": (None, "Alpha")})
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    assert actions(plan)["bot/alpha"] == (Action.NOOP, Reason.MANAGED)
+    assert any(n.startswith("warning: bot 'alpha': its name gives @alpha") and "'helper'" in n for n in plan.notes), plan.notes
+
+
+def test_other_profiles_without_shared_tags_change_nothing() -> None:
+    inputs = with_observed(BASELINE, others={"helper": ("Helper", "Assistant")})
+    with no_filesystem():
+        plan = planning.plan(inputs)
+    assert actions(plan)["bot/alpha"] == (Action.NOOP, Reason.MANAGED)
+    assert not any("@" in n for n in plan.notes)

@@ -183,3 +183,39 @@ def test_bot_chat_is_recreated_only_when_missing(home: Path, manifests: Path) ->
     assert [f["field"] for f in planned["bot/researcher"]["fields"]] == ["botchat"]
     assert apply(manifest, home).code == 0
     assert len(bot_chat_rows(bot)) == 1
+
+
+def test_a_title_that_tags_a_live_unmanaged_profile_is_refused(home: Path, manifests: Path) -> None:
+    """The Desktop tags every profile of the home; a tag two share reaches nobody (bot-mode.md#mentions)."""
+    other = home / "profiles" / "helper"
+    other.mkdir(parents=True)
+    (other / "profile.yaml").write_text("display_name: Scout\nui_meta:\n  hermes-bots:\n    title: Field Scout\n")
+    (home / "profiles" / "writer").mkdir()
+    for title, tag, owner in (("Writer", "@writer", "the name of profile 'writer'"),
+                              ("Scout", "@scout", "the display_name tag of profile 'helper'"),
+                              ("Field-Scout", "@field-scout", "the title tag of profile 'helper'")):  # fmt: skip
+        manifest = write_fleet(manifests, [{"name": "beta", "title": title}])
+        run = apply(manifest, home)
+        assert run.code == 3, run.text
+        assert "mention-collision" in run.text or tag in run.text, run.text
+        assert f"its title gives {tag}, which is also {owner}" in run.text, run.text
+        assert not (home / "profiles" / "beta").exists()
+    run = apply(write_fleet(manifests, [{"name": "beta", "title": "Reviewer"}]), home)
+    assert run.code == 0, run.text
+
+
+def test_titles_and_section_names_are_written_trimmed(home: Path, manifests: Path) -> None:
+    """The Desktop trims both wherever it reads or writes them (labels.ts, user-sections.ts)."""
+    bot = {"name": "researcher", "title": "  Research Buddy ", "section": " Team "}
+    manifest = write_fleet(manifests, [bot], sections=[{"name": "Team  "}])
+    run = apply(manifest, home)
+    assert run.code == 0, run.text
+    record = _meta(home)["ui_meta"]["hermes-bots"]
+    assert (record["title"], record["sectionName"]) == ("Research Buddy", "Team")
+    assert record["sectionId"] == section_id("acme", "Team")
+    assert_converged(manifest, home)
+
+    # A copy written with spaces around it reads the same in the Desktop: not drift, nothing to apply.
+    path = profile(home, "researcher") / "profile.yaml"
+    path.write_text(path.read_text().replace("title: Research Buddy", "title: ' Research Buddy '"))
+    assert_converged(manifest, home)

@@ -268,7 +268,7 @@ def test_the_root_profile_is_managed_after_adopt(home: Path, manifests: Path) ->
     assert snapshot(home) == before
     run = apply(manifest, home, "--adopt")
     assert run.code == 0, run.text
-    assert read_yaml(home / "config.yaml") == {"custom": 1, "agent": {"max_turns": 4}}
+    assert read_yaml(home / "config.yaml") == {"custom": 1, "agent": {"max_turns": 4}, "_config_version": 33}
     assert read_yaml(home / "profile.yaml")["ui_meta"]["hermes-bots"]["title"] == "Root"
     assert not (home / "profiles").exists()
     assert_converged(manifest, home)

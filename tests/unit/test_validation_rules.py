@@ -537,7 +537,7 @@ RULES = [
         {"bots": [{"name": "researcher"}, {"name": "b", "title": "Research Buddy"}]},
         "mention_collision",
         "spec.bots[1].title",
-        "@researchbuddy, which is also the name of researchbuddy",
+        "@researchbuddy, which is also the name of bot 'researchbuddy'",
         id="tag-vs-name-collapsed",
     ),
     pytest.param(
@@ -553,8 +553,32 @@ RULES = [
         {"bots": [{"name": "a", "title": "Research Buddy"}, {"name": "b", "title": "Review Buddy"}]},
         "mention_collision",
         "spec.bots[0].title",
-        "which is also a title tag of b",
+        "which is also the title tag of bot 'b'",
         id="tag-vs-tag",
+    ),
+    pytest.param(
+        {"bots": [{"name": "a", "title": "Writer"}, {"name": "b", "display_name": "Writer"}]},
+        {"bots": [{"name": "a", "title": "Writer"}, {"name": "b", "display_name": "Editor"}]},
+        "mention_collision",
+        "spec.bots[0].title",
+        "title 'Writer' gives the tag @writer, which is also the display_name tag of bot 'b'",
+        id="title-vs-display-name",
+    ),
+    pytest.param(
+        {"bots": [{"name": "a", "title": "Writer"}, {"name": "b", "display_name": "Writer"}]},
+        {"bots": [{"name": "a", "title": "Writer"}, {"name": "b", "display_name": "Editor"}]},
+        "mention_collision",
+        "spec.bots[1].display_name",
+        "display_name 'Writer' gives the tag @writer, which is also the title tag of bot 'a'",
+        id="display-name-vs-title",
+    ),
+    pytest.param(
+        {"bots": [{"name": "a", "display_name": "Ops Lead"}, {"name": "opslead"}]},
+        {"bots": [{"name": "a", "display_name": "Ops Lead"}, {"name": "ops"}]},
+        "mention_collision",
+        "spec.bots[0].display_name",
+        "@opslead, which is also the name of bot 'opslead'",
+        id="display-name-vs-name",
     ),
     # secrets
     *[

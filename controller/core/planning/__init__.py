@@ -8,7 +8,7 @@ before routines and rooms look at what their bots will do.
 from __future__ import annotations
 
 from controller.core import mcp
-from controller.core.planning import bots, notes, prune, renames, rooms, routines
+from controller.core.planning import bots, notes, prune, renames, rooms, routines, tags
 from controller.core.types import Action, Inputs, Kind, ObjectChange, Plan
 
 
@@ -22,6 +22,7 @@ def plan(inputs: Inputs) -> Plan:
     changes += [renames.marked(bots.plan_bot(inputs, bot), decisions.get(bot.name)) for bot in state.bots.values()]
     changes += [bots.plan_orphan(inputs, name) for name in inputs.inventory.owned_bots() if name not in state.bots]
     changes = prune.guard(inputs, changes)
+    changes, tag_notes = tags.guard(inputs, changes)
     bot_actions: dict[str, Action] = {c.name: c.action for c in changes if c.kind is Kind.BOT}
     for name, bot in state.bots.items():
         changes += routines.plan_routines(inputs, bot, bot_actions[name])
@@ -33,6 +34,6 @@ def plan(inputs: Inputs) -> Plan:
         digest=state.digest,
         changes=tuple(changes),
         prune=inputs.options.prune,
-        notes=tuple(notes.plan_notes(inputs) + room_notes + renames.notes(decisions, observed)),
+        notes=tuple(notes.plan_notes(inputs) + tag_notes + room_notes + renames.notes(decisions, observed)),
         hermes_extras=("mcp",) if mcp.declared(state) else (),
     )

@@ -17,7 +17,7 @@ from typing import Any
 from controller.core import drift
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key
 from controller.core.types import Action, FieldChange, Inputs, Kind, LiveProfile, ObjectChange, Observed, Op, Reason
-from controller.hermes import DEFAULT_PROFILE
+from controller.hermes import DEFAULT_PROFILE, defaults
 from controller.manifests.desired import DesiredBot, DesiredState
 
 # ui_meta['hermes-bots'] keys this tool manages, and the explicit value that clears each one
@@ -36,7 +36,9 @@ META_CLEAR: dict[str, Any] = {
 }
 # Fields that stay as they are when the manifests stop managing them (a persona, a chat history,
 # the Bot Mode record itself).
-KEPT_ON_RELEASE = ("soul", "botchat", "botmode")
+# `_config_version` too: the file's keys stay in that schema after the fleet lets them go.
+CONFIG_VERSION_FIELD = f"config:{defaults.CONFIG_VERSION_KEY}"
+KEPT_ON_RELEASE = ("soul", "botchat", "botmode", CONFIG_VERSION_FIELD)
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,22 @@ def bot_desired(state: DesiredState, obs: Observed, bot: DesiredBot) -> BotDesir
                 inherited.add(f"env:{key}")
         secret_keys |= {k for k in obs.secret_keys.get("", frozenset()) if k not in bot.env and f"env:{k}" not in state.root_only}
     fields = desired_fields(bot, env, obs.avatars.get(bot.name), config=config)
+    if bot.name != DEFAULT_PROFILE:  # the root's config.yaml is the install-wide settings' (install_fields)
+        fields.update(config_version(obs.live.get(bot.name)))
     return BotDesired(fields, frozenset(secret_keys), frozenset(inherited))
+
+
+def config_version(live: LiveProfile | None) -> dict[str, int]:
+    """The `_config_version` field of a config.yaml this fleet writes: the target Hermes' schema
+    version, since every key the fleet writes is in that schema (docs/hermes/files.md#config-version).
+
+    None for a file whose raw version is a lower, non-zero number: an older Hermes wrote it and its
+    migrations have not run; stamping the version would skip them (plan notes say what to run)."""
+    if live is not None and live.config is not None:
+        present, raw = defaults.lookup(live.config, defaults.CONFIG_VERSION_KEY)
+        if present and 0 < defaults.config_version_of(raw) < defaults.CONFIG_VERSION:
+            return {}
+    return {CONFIG_VERSION_FIELD: defaults.CONFIG_VERSION}
 
 
 # --- field values ------------------------------------------------------------------------------
@@ -109,9 +126,12 @@ def desired_fields(bot: DesiredBot, env_values: Mapping[str, str], avatar: tuple
     return out
 
 
-def install_fields(state: DesiredState, env_values: Mapping[str, str]) -> dict[str, Any]:
+def install_fields(state: DesiredState, obs: Observed) -> dict[str, Any]:
     out: dict[str, Any] = {f"config:{k}": v for k, v in state.install_config.items()}
-    out.update({f"env:{k}": v for k, v in env_values.items()})
+    root_bot = state.bots.get(DEFAULT_PROFILE)
+    if state.install_config or (root_bot is not None and root_bot.config):
+        out.update(config_version(obs.live.get(DEFAULT_PROFILE)))  # only where the fleet writes config.yaml
+    out.update({f"env:{k}": v for k, v in obs.env_values.get("", {}).items()})
     return out
 
 
@@ -203,7 +223,7 @@ def plan_install(inputs: Inputs) -> ObjectChange:
         return install(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
     if "" in obs.secret_errors:
         return install(Action.ERROR, Reason.SECRET_UNAVAILABLE, obs.secret_errors[""])
-    desired = install_fields(inputs.state, obs.env_values.get("", {}))
+    desired = install_fields(inputs.state, obs)
     taken = sorted(f for f in desired if f in obs.foreign_install)
     if taken:
         owners = ", ".join(f"{f} (fleet {obs.foreign_install[f]!r})" for f in taken)

@@ -52,6 +52,7 @@ def plan_notes(inputs: Inputs) -> list[str]:
     notes += _managed_scope_notes(inputs)
     if (mcp_note := mcp.plan_note(state, obs.mcp_library, obs.mcp_where)) is not None:
         notes.append(mcp_note)
+    notes += _config_version_notes(inputs)
     for room in state.rooms.values():
         if room.who_answers == "auto":
             notes.append(
@@ -130,4 +131,25 @@ def _managed_scope_notes(inputs: Inputs) -> list[str]:
     return [
         f"warning: Hermes' managed scope at {obs.managed_scope} overrides settings of this fleet on this machine, "
         f"whatever apply writes: {listed}"
+    ]
+
+
+def _config_version_notes(inputs: Inputs) -> list[str]:
+    """Config files an older Hermes wrote whose migrations have not run: the fleet does not stamp
+    `_config_version` on them (that would skip Hermes' migrations: core.planning.bots.config_version)."""
+    older: list[str] = []
+    for name in inputs.state.bots:
+        live = inputs.observed.live.get(name)
+        if live is None or live.config is None:
+            continue
+        present, raw = defaults.lookup(live.config, defaults.CONFIG_VERSION_KEY)
+        version = defaults.config_version_of(raw)
+        if present and 0 < version < defaults.CONFIG_VERSION:
+            older.append(f"{name} (v{version}: `hermes -p {name} config migrate`)")
+    if not older:
+        return []
+    return [
+        f"warning: config.yaml written by an older Hermes, whose own migrations have not run (Hermes "
+        f"{versions.TESTED} expects config version {defaults.CONFIG_VERSION}; `hermes config check` and `hermes doctor` "
+        f"ask for them): {', '.join(older)}"
     ]

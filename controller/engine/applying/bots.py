@@ -53,7 +53,7 @@ def apply_object(
     if change.kind is Kind.INSTALL:
         fsio.make_dirs(root, mode=0o700)
         home.check_profile(root, DEFAULT_PROFILE)
-        desired = install_fields(inputs.state, obs.env_values.get("", {}))
+        desired = install_fields(inputs.state, obs)
         keep_hand_edits(root, root, change.fields, inputs, kept)
         write_fields(root, change.fields, desired, bot=None)
         record(inventory, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated")
@@ -166,7 +166,7 @@ def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
     inventory = inputs.inventory
     obs = inputs.observed
     if change.kind is Kind.INSTALL and inventory.owns(INSTALL_KEY):
-        desired = install_fields(inputs.state, obs.env_values.get("", {}))
+        desired = install_fields(inputs.state, obs)
         key, secret_keys = INSTALL_KEY, obs.secret_keys.get("", frozenset())
     elif (
         change.kind is Kind.BOT

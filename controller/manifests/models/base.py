@@ -30,6 +30,10 @@ def assemble(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Name64 = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+# A display text the Desktop trims wherever it reads or writes it (a title, a section name:
+# docs/hermes/bot-mode.md#titles): stripped here, so it is written and compared trimmed.
+Trimmed64 = Annotated[str, StringConstraints(strip_whitespace=True, max_length=64)]
+TrimmedName64 = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 # Plain config values a passthrough may carry (anything YAML can say).
 ConfigMap = dict[str, Any]
 

@@ -5,7 +5,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
-from controller.manifests.models.base import ConfigMap, EnvValue, Name64, NonEmpty, SecretRef, Strict
+from controller.manifests.models.base import ConfigMap, EnvValue, Name64, NonEmpty, SecretRef, Strict, Trimmed64, TrimmedName64
 
 __all__ = [
     "BLOB_SILHOUETTES",
@@ -246,8 +246,8 @@ class BotDefaults(_BotSettings):
 class BotSpec(_BotSettings):
     """A bot's settings (everything but its name)."""
 
-    title: Annotated[str, StringConstraints(max_length=64)] | None = Field(
-        default=None, description="Bot Mode title (ui_meta hermes-bots.title); gives the @-tags."
+    title: Trimmed64 | None = Field(
+        default=None, description="Bot Mode title (ui_meta hermes-bots.title), surrounding spaces stripped; gives the @-tags."
     )
     description: Annotated[str, StringConstraints(max_length=2000)] | None = Field(
         default=None, description="profile.yaml description (and ui_meta hermes-bots.description)."
@@ -258,7 +258,7 @@ class BotSpec(_BotSettings):
     avatar: Avatar | None = None
     hidden: bool | None = Field(default=None, description="ui_meta hermes-bots.hidden: hide from the roster.")
     pinned: bool | None = Field(default=None, description="ui_meta hermes-bots.pinned: pin to the top.")
-    section: Name64 | None = Field(default=None, description="The section (by name) this bot is filed under.")
+    section: TrimmedName64 | None = Field(default=None, description="The section (by name) this bot is filed under.")
     routines: list[Routine] | None = None
     clone_from: NonEmpty | None = Field(
         default=None, description="At creation only: copy config, .env, SOUL, skills and memories from this profile."

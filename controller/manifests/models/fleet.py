@@ -4,7 +4,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from controller.manifests.models.base import ConfigMap, Name64, NonEmpty, SecretRef, Strict
+from controller.manifests.models.base import ConfigMap, Name64, NonEmpty, SecretRef, Strict, TrimmedName64
 from controller.manifests.models.bots import Bot, BotDefaults, Checkpoints
 
 
@@ -76,7 +76,7 @@ class PeerSpec(Strict):
 class Section(SectionSpec):
     """A roster heading; members carry ui_meta hermes-bots.sectionId / sectionName."""
 
-    name: Name64
+    name: TrimmedName64 = Field(description="The section's name, surrounding spaces stripped (as the Desktop does).")
 
 
 class Room(RoomSpec):
