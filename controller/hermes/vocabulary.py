@@ -45,6 +45,9 @@ PROVIDERS_0_19 = frozenset(
     | providers.OAUTH_PROVIDERS
     | providers.UNCHECKED_PROVIDERS
 )
+# hermes_cli/runtime_provider.py:resolve_runtime_provider takes Vertex AI by these names before
+# resolve_provider (which does not know them); the model-provider plugin lists all but `vertexai`.
+VERTEX = frozenset({"vertex", "google-vertex", "vertex-ai", "gcp-vertex", "vertexai"})
 CUSTOM_PREFIX = "custom:"  # `custom:<name>`: a providers:/custom_providers: entry of the bot's config
 
 
@@ -53,11 +56,17 @@ def provider_known(name: str, custom: frozenset[str] = frozenset()) -> bool:
     provider or alias (any case, as resolve_provider lower-cases), `custom:<name>`, or the name of
     a `providers:`/`custom_providers:` entry declared in the same config (`custom`)."""
     text = name.strip().lower()
-    return text in PROVIDERS_0_19 or text in providers.ALIASES or text.startswith(CUSTOM_PREFIX) or text in custom
+    return (
+        text in PROVIDERS_0_19
+        or text in providers.ALIASES
+        or text in VERTEX
+        or text.startswith(CUSTOM_PREFIX)
+        or text in custom
+    )
 
 
 def provider_choices() -> frozenset[str]:
-    return PROVIDERS_0_19 | frozenset(providers.ALIASES)
+    return PROVIDERS_0_19 | frozenset(providers.ALIASES) | VERTEX
 
 
 @dataclass(frozen=True)
