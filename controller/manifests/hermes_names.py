@@ -11,6 +11,7 @@ semantic pass for bots, `defaults`, routines and install-wide config.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -48,8 +49,8 @@ def check_settings(
     for i, name in enumerate(settings.toolsets or []):
         check_toolset(report, item.at(*prefix, "toolsets", i), name, servers)
     if settings.model is not None and settings.model.provider is not None:
-        custom = custom_providers(settings.config, defaults.config if defaults else None)
-        check_provider(report, item.at(*prefix, "model", "provider"), settings.model.provider, custom)
+        configs = (settings.config, defaults.config if defaults else None)
+        check_provider(report, item.at(*prefix, "model", "provider"), settings.model.provider, configs)
     check_config(report, item, settings.config, prefix, servers, covered)
 
 
@@ -59,8 +60,8 @@ def check_routine(report: Report, item: Item, routine: Routine, bot: Bot | None,
     for i, name in enumerate(routine.toolsets or []):
         check_toolset(report, item.at("toolsets", i), name, servers)
     if routine.provider is not None:
-        custom = custom_providers(bot.config if bot else None, defaults.config if defaults else None)
-        check_provider(report, item.at("provider"), routine.provider, custom)
+        configs = (bot.config if bot else None, defaults.config if defaults else None)
+        check_provider(report, item.at("provider"), routine.provider, configs)
 
 
 def check_install_config(report: Report, item: Item, config: dict[str, Any] | None, covered: tuple[str, ...]) -> None:
@@ -101,7 +102,11 @@ def check_toolset(report: Report, where: Where, name: Any, servers: frozenset[st
     )
 
 
-def check_provider(report: Report, where: Where, name: str, custom: frozenset[str]) -> None:
+def check_provider(report: Report, where: Where, name: str, configs: tuple[dict[str, Any] | None, ...]) -> None:
+    """`name` against Hermes' providers, and the ones the bot's own config declares."""
+    if vocabulary.provider_known(name):
+        return
+    custom = custom_providers(*configs)
     if vocabulary.provider_known(name, custom):
         return
     report.error(
@@ -128,7 +133,7 @@ def check_config(
     for dotted, value, loc in _located_leaves(config or {}, (*prefix, "config")):
         where = item.at(*loc)
         parts = dotted.split(".")
-        if "" in parts or any(dotted == c or dotted.startswith(c + ".") for c in covered):
+        if "" in parts or _covered(dotted, covered):
             continue  # refused by validation (config_key, config_covered)
         spec = vocabulary.enum_problem(dotted, value)
         if spec is not None:
@@ -163,6 +168,11 @@ def _enum_error(report: Report, where: Where, dotted: str, value: Any, spec: voc
         hint,
         "invalid_value",
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _covered(dotted: str, covered: tuple[str, ...]) -> bool:
+    return any(dotted == c or dotted.startswith(c + ".") for c in covered)
 
 
 def _did_you_mean(report: Report, value: str, options: frozenset[str], fallback: str) -> str:
