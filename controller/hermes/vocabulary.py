@@ -57,11 +57,7 @@ def provider_known(name: str, custom: frozenset[str] = frozenset()) -> bool:
     a `providers:`/`custom_providers:` entry declared in the same config (`custom`)."""
     text = name.strip().lower()
     return (
-        text in PROVIDERS_0_19
-        or text in providers.ALIASES
-        or text in VERTEX
-        or text.startswith(CUSTOM_PREFIX)
-        or text in custom
+        text in PROVIDERS_0_19 or text in providers.ALIASES or text in VERTEX or text.startswith(CUSTOM_PREFIX) or text in custom
     )
 
 
@@ -81,7 +77,19 @@ class Enum:
 
 
 # tools/tts_tool.py BUILTIN_TTS_PROVIDERS, in the manifest's documented order.
-TTS_PROVIDERS = ("edge", "elevenlabs", "openai", "gemini", "xai", "mistral", "minimax", "kittentts", "neutts", "piper", "deepinfra")
+TTS_PROVIDERS = (
+    "edge",
+    "elevenlabs",
+    "openai",
+    "gemini",
+    "xai",
+    "mistral",
+    "minimax",
+    "kittentts",
+    "neutts",
+    "piper",
+    "deepinfra",
+)
 
 ENUMS: dict[str, Enum] = {
     "approvals.mode": Enum(

@@ -87,7 +87,11 @@ def custom_providers(*configs: dict[str, Any] | None) -> frozenset[str]:
                 if parts[2:] == ["name"] and isinstance(value, str):
                     names.add(value.strip().lower().replace(" ", "-"))
             elif dotted == "custom_providers" and isinstance(value, list):
-                names.update(e["name"].strip().lower().replace(" ", "-") for e in value if isinstance(e, dict) and isinstance(e.get("name"), str))
+                names.update(
+                    e["name"].strip().lower().replace(" ", "-")
+                    for e in value
+                    if isinstance(e, dict) and isinstance(e.get("name"), str)
+                )
     return frozenset(names)
 
 
@@ -187,7 +191,9 @@ def _leaves(config: dict[str, Any], loc: tuple[object, ...]) -> Iterator[tuple[s
         yield dotted, value
 
 
-def _located_leaves(node: dict[str, Any], loc: tuple[object, ...], dotted: str = "") -> Iterator[tuple[str, Any, tuple[object, ...]]]:
+def _located_leaves(
+    node: dict[str, Any], loc: tuple[object, ...], dotted: str = ""
+) -> Iterator[tuple[str, Any, tuple[object, ...]]]:
     """(dotted key, value, field path) of each leaf, keys dotted or nested as written."""
     for key, value in node.items():
         path = f"{dotted}.{key}" if dotted else str(key)

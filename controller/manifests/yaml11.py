@@ -1,11 +1,11 @@
-"""Pieces of config.yaml read as Hermes reads its config.yaml: an unquoted yes/no/on/off is a boolean.
+"""Pieces of config.yaml read as Hermes reads config.yaml: an unquoted yes/no/on/off is a boolean.
 
 Manifests are YAML 1.2, where those words are strings; Hermes loads config.yaml with PyYAML
 (YAML 1.1), where they are booleans (docs/hermes/vocabulary.md#yaml-11-words). A `config:` block
 (and a `tts` provider block) is written into config.yaml as it stands, so its unquoted words get
-Hermes' meaning: `show_reasoning: off` is off, as it would be in config.yaml. A quoted `'off'` stays the string. Done on the loaded
-document before validation, so the plan, the written file and the apply history all see the
-boolean.
+Hermes' meaning: `show_reasoning: off` is off, as it would be in config.yaml. A quoted `'off'`
+stays the string. Done on the loaded document before validation, so the plan, the written file
+and the apply history all see the boolean.
 """
 
 from __future__ import annotations

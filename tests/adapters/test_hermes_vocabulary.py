@@ -30,7 +30,8 @@ out["no_mcp"] = '"no_mcp" in toolset_names' in inspect.getsource(tools_config._g
 
 out["registry"] = sorted(k for k, v in auth.PROVIDER_REGISTRY.items() if k == v.id)
 tree = ast.parse(textwrap.dedent(inspect.getsource(auth.resolve_provider)))
-table = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "_PROVIDER_ALIASES")
+assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign)]
+table = next(n.value for n in assigns if getattr(n.targets[0], "id", "") == "_PROVIDER_ALIASES")
 aliases = ast.literal_eval(table)
 from providers import list_providers
 for plugin in list_providers():
@@ -41,8 +42,10 @@ resolved = {}
 for name in ("openrouter", "custom", "OpenRouter"):
     resolved[name] = auth.resolve_provider(name)
 out["resolved"] = resolved
-runtime = inspect.getsource(__import__("hermes_cli.runtime_provider", fromlist=["x"]).resolve_runtime_provider)
-out["vertex"] = next(ast.literal_eval(line.split(" in ", 1)[1].rstrip(":").strip()) for line in runtime.splitlines() if "requested_provider in (\"vertex\"" in line)
+from hermes_cli import runtime_provider
+runtime = inspect.getsource(runtime_provider.resolve_runtime_provider).splitlines()
+line = next(line for line in runtime if 'requested_provider in ("vertex"' in line)
+out["vertex"] = ast.literal_eval(line.split(" in ", 1)[1].rstrip(":").strip())
 
 def cron_mode(value):
     config.load_config = lambda: {"approvals": {"cron_mode": value}}

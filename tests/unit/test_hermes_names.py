@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from controller.manifests import loading, validating
-from tests.unit.test_validation_rules import NOW, check, doc, fleet
+from tests.unit.test_validation_rules import NOW, check, fleet
 
 
 def found(result: validating.ValidationResult, severity: str = "error") -> dict[str, tuple[str, str, int]]:
@@ -40,16 +40,36 @@ def found(result: validating.ValidationResult, severity: str = "error") -> dict[
             "unknown_toolset",
             "web",
         ),
-        ({"bots": [{"name": "a", "model": {"provider": "openrouterr"}}]}, "spec.bots[0].model.provider", "unknown_provider", "openrouter"),
-        ({"defaults": {"model": {"provider": "antropic"}}, "bots": [{"name": "a"}]}, "spec.defaults.model.provider", "unknown_provider", "anthropic"),
+        (
+            {"bots": [{"name": "a", "model": {"provider": "openrouterr"}}]},
+            "spec.bots[0].model.provider",
+            "unknown_provider",
+            "openrouter",
+        ),
+        (
+            {"defaults": {"model": {"provider": "antropic"}}, "bots": [{"name": "a"}]},
+            "spec.defaults.model.provider",
+            "unknown_provider",
+            "anthropic",
+        ),
         (
             {"bots": [{"name": "a", "routines": [{"name": "r", "schedule": "every 1h", "prompt": "p", "provider": "deepsek"}]}]},
             "spec.bots[0].routines[0].provider",
             "unknown_provider",
             "deepseek",
         ),
-        ({"bots": [{"name": "a", "config": {"approvals": {"mode": "smrt"}}}]}, "spec.bots[0].config.approvals.mode", "invalid_value", "smart"),
-        ({"config": {"code_execution.mode": "strct"}, "bots": [{"name": "a"}]}, "spec.config.code_execution.mode", "invalid_value", "strict"),
+        (
+            {"bots": [{"name": "a", "config": {"approvals": {"mode": "smrt"}}}]},
+            "spec.bots[0].config.approvals.mode",
+            "invalid_value",
+            "smart",
+        ),
+        (
+            {"config": {"code_execution.mode": "strct"}, "bots": [{"name": "a"}]},
+            "spec.config.code_execution.mode",
+            "invalid_value",
+            "strict",
+        ),
     ],
 )
 def test_a_name_hermes_does_not_know_is_refused_with_did_you_mean(
