@@ -3,7 +3,7 @@
 Facts: docs/hermes/effect-research.md#toolsets (a platform without `platform_toolsets.<p>` gets
 Hermes' default set; `no_mcp` in a list drops every MCP server) and docs/hermes/effect-research.md#approvals
 (`approvals.mode` manual | smart | off, unknown strings read as manual, a YAML `off` (False) as off;
-`approvals.cron_mode` deny unless approve/off/allow/yes). Used by the plan insights to tell a
+`approvals.cron_mode` deny unless the string approve/off/allow/yes; a boolean is deny). Used by the plan insights to tell a
 widening change from a narrowing one.
 """
 
@@ -56,8 +56,10 @@ def approvals_rank(value: Any) -> int:
 
 
 def cron_approvals(value: Any) -> str:
-    """`approvals.cron_mode` as Hermes reads it: `approve` lets routines run dangerous commands unasked."""
+    """`approvals.cron_mode` as Hermes reads it (tools/approval.py `_get_cron_approval_mode`):
+    `approve` lets routines run dangerous commands unasked. Hermes reads `str(value)`, so a YAML
+    boolean (`off` unquoted is False) is "false": deny."""
     if value is None:
         return DEFAULT_CRON_APPROVALS
-    text = "off" if value is False else str(value).strip().lower()
+    text = str(value).strip().lower()
     return "approve" if text in {"approve", "off", "allow", "yes"} else "deny"

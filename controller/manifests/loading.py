@@ -49,7 +49,25 @@ _INT_OCT = re.compile(r"^0o[0-7]+$")
 _INT_HEX = re.compile(r"^0x[0-9a-fA-F]+$")
 _FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _INF = re.compile(r"^[-+]?\.(inf|Inf|INF)$")
+# YAML 1.1's boolean words that YAML 1.2 reads as strings: PyYAML's bool resolver, which Hermes'
+# own config loader uses (docs/hermes/vocabulary.md#yaml-11-words).
+YAML11_BOOLS = {
+    word: meaning
+    for words, meaning in (("yes Yes YES on On ON", True), ("no No NO off Off OFF", False))
+    for word in words.split()
+}
 _NAN = re.compile(r"^\.(nan|NaN|NAN)$")
+
+
+class Yaml11Word(str):
+    """An unquoted `yes`/`no`/`on`/`off`: a string in YAML 1.2 (so here), a boolean in YAML 1.1
+    (so in Hermes' config.yaml). Under `config:` it is given Hermes' meaning (manifests/yaml11.py)."""
+
+    __slots__ = ()
+
+    @property
+    def boolean(self) -> bool:
+        return YAML11_BOOLS[self]
 
 
 @dataclass
@@ -922,13 +940,15 @@ def _scalar(node: Any) -> Any:
     raise _LoadProblem(f"unsupported YAML tag {tag} for {value[:40]!r}", node, hint="remove the tag")
 
 
-_MAYBE_NOT_STR = frozenset("~nNtTfF0123456789+-.")
+_MAYBE_NOT_STR = frozenset("~nNtTfF0123456789+-.yYoO")  # yYoO: the YAML 1.1 words
 
 
 def _resolve_plain(value: str, node: Any = None) -> Any:
     """YAML 1.2 core schema for an unquoted scalar (the same rules ruamel.yaml applies)."""
     if value and value[0] not in _MAYBE_NOT_STR:
         return value  # most plain scalars are words: no null, bool or number starts like this
+    if value in YAML11_BOOLS:
+        return Yaml11Word(value)
     if _NULL.match(value):
         return None
     if value in _BOOL:

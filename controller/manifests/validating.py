@@ -31,7 +31,7 @@ from controller.hermes.env import ENV_NAME_DENYLIST
 from controller.hermes.env import value_problem as env_value_problem
 from controller.hermes.urls import clear_text_allowed
 from controller.manifests import desired as d
-from controller.manifests import effects
+from controller.manifests import effects, hermes_names, yaml11
 from controller.manifests.loading import Document, Kept
 from controller.manifests.models import (
     API_VERSION,
@@ -161,6 +161,8 @@ def validate(
 ) -> ValidationResult:
     """Run every check; build the desired state when there is no error."""
     report = _Report()
+    for doc in documents:
+        yaml11.give_hermes_meaning(doc)
     models = [(doc, m) for doc in documents if (m := _check_schema(doc, report)) is not None]
     gathered = _gather(models, report)
     schema_failed = len(models) < len(documents)
@@ -330,6 +332,8 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 
 def _type_name(value: Any) -> str:
+    if isinstance(value, str):
+        return "a string"  # a YAML 1.1 word (loading.Yaml11Word) too
     return {
         dict: "a mapping",
         list: "a list",
@@ -509,9 +513,11 @@ class _Checks:
         self.now = now
         self.bot_names = {x.obj.name for x in g.bots}
         self.bot_hosts = {x.obj.name: x.obj.host for x in g.bots}
+        self.bots: dict[str, Bot] = {x.obj.name: x.obj for x in g.bots}
         self.peer_names = {x.obj.name for x in g.peers}
         self.section_names = {x.obj.name for x in g.sections}
         self.effects = effects.Effects()
+        self.defaults: BotDefaults | None = g.policies[0].obj.defaults if g.policies else None
 
     def run(self) -> None:
         self.check_unique(self.g.bots, "bot")
@@ -558,6 +564,7 @@ class _Checks:
         for pol in self.g.policies:
             spec: PolicySpec = pol.obj
             self.check_config(pol, spec.config, INSTALL_COVERED, install=True)
+            hermes_names.check_install_config(self.report, pol, spec.config, INSTALL_COVERED)
             if spec.defaults is not None:
                 self.check_settings(pol, spec.defaults, ("defaults",))
 
@@ -713,6 +720,8 @@ class _Checks:
                         )
         self.check_config(item, settings.config, BOT_COVERED, install=False, prefix=prefix)
         self.effects.check_settings(item.at, prefix, settings, self.report)
+        defaults = None if settings is self.defaults else self.defaults
+        hermes_names.check_settings(self.report, item, settings, prefix, defaults, BOT_COVERED)
 
     def check_env_literal(self, where: tuple[Document, tuple[object, ...]], key: str, value: object) -> None:
         """A literal .env value: the same checks the .env writer makes (validate predicts apply)."""
@@ -870,6 +879,7 @@ class _Checks:
             self.check_routine_prompt(item, routine)
             self.check_routine_base_url(item, routine)
             self.check_routine_context(item, routine)
+            hermes_names.check_routine(self.report, item, routine, self.bots.get(bot_name), self.defaults)
             if routine.workdir is not None and not Path(routine.workdir).is_absolute():
                 self.report.error(
                     item.at("workdir"),

@@ -157,7 +157,7 @@ def test_every_field_lands_on_the_job_key_hermes_reads(home: Path, manifests: Pa
                     "prompt": "Summarize the week",
                     "skills": ["notes"],
                     "model": "openai/gpt-5",
-                    "provider": "openai",
+                    "provider": "openai-api",
                     "deliver": "local",
                     "toolsets": ["web"],
                     "repeat": 9,

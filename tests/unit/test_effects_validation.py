@@ -37,7 +37,7 @@ def test_model_base_url_that_hermes_drops_is_refused_at_the_field(tmp_path: Path
         ("zai", "https://open.bigmodel.cn/api/paas/v4"),
         ("anthropic", "https://llm.example.net/anthropic"),
         (None, "http://127.0.0.1:8080/v1"),
-        ("some-plugin-provider", "https://llm.example.net/v1"),  # not measured: nothing to say
+        ("custom:local", "https://llm.example.net/v1"),  # a named custom provider: not measured, nothing to say
     ],
 )
 def test_model_base_url_that_hermes_uses_is_clean(tmp_path: Path, provider: str | None, url: str) -> None:

@@ -87,9 +87,15 @@ def test_several_documents_per_file_and_empty_ones_are_skipped() -> None:
 @pytest.mark.parametrize(
     ("scalar", "value"),
     [
-        pytest.param("yes", "yes", id="yes-is-a-string"),
-        pytest.param("no", "no", id="norway-problem"),
-        pytest.param("on", "on", id="on-is-a-string"),
+        # YAML 1.1's words are strings, marked as such (manifests/yaml11.py gives them Hermes'
+        # meaning under config:); quoted, they are plain strings.
+        pytest.param("yes", loading.Yaml11Word("yes"), id="yes-is-a-string"),
+        pytest.param("no", loading.Yaml11Word("no"), id="norway-problem"),
+        pytest.param("on", loading.Yaml11Word("on"), id="on-is-a-string"),
+        pytest.param("OFF", loading.Yaml11Word("OFF"), id="OFF-is-a-string"),
+        pytest.param("'off'", "off", id="quoted-off"),
+        pytest.param("y", "y", id="y-is-no-word"),
+        pytest.param("oFF", "oFF", id="mixed-case-is-no-word"),
         pytest.param("true", True, id="true"),
         pytest.param("False", False, id="False"),
         pytest.param("~", None, id="tilde"),

@@ -5,6 +5,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
+from controller.hermes import vocabulary
 from controller.manifests.models.base import ConfigMap, EnvValue, Name64, NonEmpty, SecretRef, Strict, Trimmed64, TrimmedName64
 
 __all__ = [
@@ -27,19 +28,7 @@ __all__ = [
 # docs/hermes/bot-mode.md#avatars: every blob silhouette and classic shape Desktop renders.
 BLOB_SILHOUETTES = ("round", "organic", "boxy", "capsule", "nub", "cloud", "droplet", "hexagon", "sun", "triangle")
 GEOMETRIC_SHAPES = ("circle", "squircle", "pill", "triangle", "hexagon", "cloud", "drop")
-TTS_PROVIDERS = (
-    "edge",
-    "elevenlabs",
-    "openai",
-    "gemini",
-    "xai",
-    "mistral",
-    "minimax",
-    "kittentts",
-    "neutts",
-    "piper",
-    "deepinfra",
-)
+TTS_PROVIDERS = vocabulary.TTS_PROVIDERS  # tools/tts_tool.py BUILTIN_TTS_PROVIDERS (0.19.0)
 _CSS_COLOR = r"^(#[0-9a-fA-F]{3,8}|(rgb|rgba|hsl|hsla)\([^()]*\)|[a-zA-Z]{3,30})$"
 
 
