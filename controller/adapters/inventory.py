@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import bounded
-from controller.adapters import fsio
+from controller.adapters import fsio, homebounds
 from controller.adapters.home import OWNER_MARKER, check_state_path, profile_dir, state_dir
 from controller.adapters.sharing import Sharer
 from controller.errors import HermesStateError
@@ -131,9 +131,9 @@ def read_marker_any(root: Path, name: str) -> dict[str, Any] | None:
     """The owner marker inside profile `name`'s folder whatever profile it names (after a rename cut
     short, the moved folder still holds the old name's marker)."""
     try:
-        raw = bounded.read_bytes(profile_dir(root, name) / MARKER, MAX_MARKER_BYTES)
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError):  # missing, unreadable, not a file, not JSON: no valid marker
+        path = profile_dir(root, name) / MARKER
+        data = homebounds.parse_json(bounded.read_bytes(path, MAX_MARKER_BYTES).decode("utf-8"), str(path), "marker", "")
+    except (OSError, ValueError, HermesStateError):  # missing, unreadable, not a file, not JSON: no valid marker
         return None
     if not isinstance(data, dict) or not isinstance(data.get("profile"), str) or not isinstance(data.get("fleet"), str):
         return None
