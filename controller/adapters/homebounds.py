@@ -154,16 +154,19 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def parse_json(text: str, source: str, what: str, hint: str, *, strict: bool = True) -> Any:
+def parse_json(text: str, source: str, what: str, hint: str, *, strict: bool = True, walk: bool = True) -> Any:
     """The JSON document in `text`, with numbers and depth bounded; a HermesStateError naming
-    `what` and `source` (and saying `hint`) when it does not parse or breaks a bound."""
+    `what` and `source` (and saying `hint`) when it does not parse or breaks a bound.
+
+    `walk=False` leaves out the depth walk (hermes-fleet's own large state files, whose readers
+    check their shape): nesting past what the parser's recursion takes is still refused."""
     try:
         data = json.loads(text, parse_int=_bounded_int, strict=strict)
     except RecursionError:
         raise HermesStateError(f"cannot read {what} {source}: nested deeper than {MAX_DEPTH} levels", path=source, hint=hint) from None
     except ValueError as exc:
         raise HermesStateError(f"cannot read {what} {source}: {exc}", path=source, hint=hint) from exc
-    if too_deep(data):
+    if walk and too_deep(data):
         raise HermesStateError(f"cannot read {what} {source}: nested deeper than {MAX_DEPTH} levels", path=source, hint=hint)
     return data
 

@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from controller import bounded
-from controller.adapters import fsio, locking, webhooks
+from controller.adapters import fsio, homebounds, locking, webhooks
 from controller.adapters.home import check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
 from controller.core import health as health_core
 from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
 from controller.core.types import Options as PlanOptions
 from controller.engine import health, history, notifying, reconciling, records
-from controller.errors import ConflictError, ContainmentError, ControllerError, LockHeld, SourceError, UsageError
+from controller.errors import ConflictError, ContainmentError, ControllerError, HermesStateError, LockHeld, SourceError, UsageError
 from controller.manifests import desired, reading, validating
 from controller.redact import redact_text, redact_url
 
@@ -694,14 +694,33 @@ def read_status(root: Path) -> dict[str, Any] | None:
     path = state_dir(root) / STATUS_FILE
     try:
         check_state_path(root, path)
-        data = json.loads(bounded.read_bytes(path, fsio.MAX_STATE_BYTES).decode("utf-8"))
-    except (OSError, ValueError, ContainmentError):
+        data = homebounds.parse_json(bounded.read_bytes(path, fsio.MAX_STATE_BYTES).decode("utf-8"), str(path), "", "")
+    except (OSError, ValueError, ContainmentError, HermesStateError):
         return None
-    if not isinstance(data, dict):
+    if not _status_shaped(data):
         return None
     if isinstance(data.get("source"), str):  # a file an older version wrote may hold a credential
         data["source"] = redact_text(data["source"])
     return data
+
+
+def _status_shaped(data: Any) -> bool:
+    """The types `write_status` writes, where `status` and `resume` rely on them."""
+    if not isinstance(data, dict):
+        return False
+    runs, notified = data.get("runs") or [], data.get("notified") or {}
+    return (
+        _strs(data.get("drift") or [])
+        and isinstance(runs, list)
+        and all(isinstance(r, dict) and isinstance(r.get("at"), str) and isinstance(r.get("result"), str) for r in runs)
+        and isinstance(notified, dict)
+        and _strs(notified.get("drift") or [])
+        and isinstance(notified.get("findings") or [], list)
+    )
+
+
+def _strs(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def source_label(source: LocalSource | GitSource) -> str:
