@@ -142,7 +142,9 @@ def _shape_problem(entry: dict[str, Any]) -> str:
         if not isinstance(entry.get(name) or {}, dict):
             return f"`{name}` is not a map"
     documents = (entry.get("desired") or {}).get("documents") or []
-    if not isinstance(documents, list) or not all(isinstance(d, dict) and isinstance(d.get("files") or {}, dict) for d in documents):
+    if not isinstance(documents, list) or not all(
+        isinstance(d, dict) and isinstance(d.get("files") or {}, dict) for d in documents
+    ):
         return "`desired.documents` is not a list of documents"
     counts = entry.get("counts") or {}
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values()):

@@ -115,7 +115,9 @@ def _scan(parser: Any, source: str) -> None:
             count, depth = sizes.get(event.anchor, (1, 0))
             values += count
             if len(stack) + depth > MAX_DEPTH:
-                raise _refused(source, f"nesting is deeper than {MAX_DEPTH} levels (through the alias *{event.anchor})", *_position(event))
+                raise _refused(
+                    source, f"nesting is deeper than {MAX_DEPTH} levels (through the alias *{event.anchor})", *_position(event)
+                )
             if stack:
                 stack[-1][2] = max(stack[-1][2], depth)
         elif kind == "StreamEndEvent":
@@ -163,7 +165,9 @@ def parse_json(text: str, source: str, what: str, hint: str, *, strict: bool = T
     try:
         data = json.loads(text, parse_int=_bounded_int, strict=strict)
     except RecursionError:
-        raise HermesStateError(f"cannot read {what} {source}: nested deeper than {MAX_DEPTH} levels", path=source, hint=hint) from None
+        raise HermesStateError(
+            f"cannot read {what} {source}: nested deeper than {MAX_DEPTH} levels", path=source, hint=hint
+        ) from None
     except ValueError as exc:
         raise HermesStateError(f"cannot read {what} {source}: {exc}", path=source, hint=hint) from exc
     if walk and too_deep(data):

@@ -54,7 +54,11 @@ def read(root: Path, fleet: str) -> dict[str, Any] | None:
         )
     problem = shape_problem(data)
     if problem:
-        raise HermesStateError(f"{path}: {problem}", path=str(path), hint="restore it from a backup, or move it away and apply with --adopt to rebuild it")
+        raise HermesStateError(
+            f"{path}: {problem}",
+            path=str(path),
+            hint="restore it from a backup, or move it away and apply with --adopt to rebuild it",
+        )
     _share_applied(data["objects"])
     return data
 

@@ -36,7 +36,16 @@ from controller.core import health as health_core
 from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
 from controller.core.types import Options as PlanOptions
 from controller.engine import health, history, notifying, reconciling, records
-from controller.errors import ConflictError, ContainmentError, ControllerError, HermesStateError, LockHeld, SourceError, UsageError
+from controller.errors import (
+    ConflictError,
+    ContainmentError,
+    ControllerError,
+    HermesStateError,
+    LockHeld,
+    SourceError,
+    Terminated,
+    UsageError,
+)
 from controller.manifests import desired, reading, validating
 from controller.redact import redact_text, redact_url
 
@@ -60,6 +69,7 @@ class Options:
     debounce_ms: int = 300
     health: bool = True  # check runtime health after each pass (metrics, alerts on transitions)
     rooms: bool = True  # False: --no-rooms, rooms are left out (the gateway is not asked, no room changes)
+    pass_deadline: float = 600.0  # a pass running longer makes /healthz unhealthy (docs/watch.md)
 
 
 @dataclass
@@ -275,11 +285,12 @@ class Reconciler:
         # What the webhooks last heard (kept in the status file, so `--once` and restarts do not repeat it).
         self.seen_run: Run | None = None
         self.seen_findings: tuple[health_core.Finding, ...] = ()
+        self.pass_started: float | None = None  # time.monotonic() of the pass in progress
 
     # --- one pass --------------------------------------------------------------------------------
 
     def reconcile(self, trigger: str) -> Run:
-        started = time.monotonic()
+        started = self.pass_started = time.monotonic()
         try:
             run = self._reconcile(trigger)
         except Exception as exc:  # a bug must not end the reconciler (under systemd: a crash loop)
@@ -287,6 +298,8 @@ class Reconciler:
             traceback.print_exc(file=sys.stderr)
             now = datetime.now(UTC).isoformat(timespec="seconds")
             run = Run(now, trigger, "partial", message=f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            self.pass_started = None
         run.seconds = round(time.monotonic() - started, 4)
         self.runs = [*self.runs, run][-KEEP_RUNS:]
         self.metrics.record(run, good_revision=self.last_good_revision)
@@ -750,11 +763,27 @@ def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
         reconciler.source.last_good = good
 
 
+def overrun(reconciler: Reconciler) -> float | None:
+    """Seconds the pass in progress has run past its deadline; None when none has."""
+    started = reconciler.pass_started
+    if started is None:
+        return None
+    late = time.monotonic() - started - reconciler.options.pass_deadline
+    return late if late > 0 else None
+
+
 def install_signals(reconciler: Reconciler, log: Log) -> None:
+    """SIGTERM and SIGINT stop the loop; during a pass they also interrupt it the way they
+    interrupt `apply` (the write in progress finishes or is undone, the locks go), so the
+    reconciler stops within seconds whatever the pass is doing."""
+
     def handle(signum: int, _frame: Any) -> None:
         log.event("stopping", signal=signal.Signals(signum).name)
         reconciler.stop.set()
         reconciler.wake.set()
+        if reconciler.pass_started is not None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the cleanup must not be cut
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
@@ -790,8 +819,12 @@ def start_health(port: int, reconciler: Reconciler, log: Log, *, bind: str = "12
                 self._send(200, data, kind)
             elif self.path == "/healthz":
                 last = reconciler.runs[-1].result if reconciler.runs else "starting"
-                healthy = last not in ("stalled", "conflict") and reconciler.failures < 5
-                body = json.dumps({"status": "ok" if healthy else "unhealthy", "last_result": last}) + "\n"
+                late = overrun(reconciler)
+                healthy = last not in ("stalled", "conflict") and reconciler.failures < 5 and late is None
+                report = {"status": "ok" if healthy else "unhealthy", "last_result": last}
+                if late is not None:
+                    report["overrun_seconds"] = round(late, 1)
+                body = json.dumps(report) + "\n"
                 self._send(200 if healthy else 503, body.encode(), "application/json")
             else:
                 self._send(404, b"not found\n", "text/plain")
