@@ -267,3 +267,72 @@ def test_sigterm_ends_the_verb_within_5_seconds(hostile: tuple[str, Path], world
     no_traceback(ran)
     assert ran.seconds < 1.0 + 5.0
     assert ran.code in (0, 1, 143), ran.err  # finished first, or interrupted by the SIGTERM
+
+
+# --- the reconciler -------------------------------------------------------------------------------
+
+SLOW_SECRET = """\
+    - name: slow
+      env:
+        TOKEN: {from_command: [sh, -c, "sleep 20; echo late"], timeout: 60}
+"""
+
+
+def test_sigterm_ends_watch_within_5_seconds_in_the_middle_of_a_pass(world: dict[str, object], tmp_path: Path) -> None:
+    """A pass held up (here by a slow secret command) no longer holds the reconciler: SIGTERM
+    interrupts the pass the way it interrupts `apply`, and the command is killed with it."""
+    home = tmp_path / "home"
+    shutil.copytree(world["home"], home, symlinks=True)  # type: ignore[arg-type]
+    manifest = tmp_path / "fleet.yaml"
+    manifest.write_text(Path(world["v2"]).read_text(encoding="utf-8") + SLOW_SECRET, encoding="utf-8")  # type: ignore[arg-type]
+    ran = run(["watch", "-f", manifest, "--home", home, "--interval", "300"], world["env"], term_after=3.0)  # type: ignore[arg-type]
+    no_traceback(ran)
+    assert ran.seconds < 3.0 + 5.0
+    assert ran.code == 143, ran.out + ran.err
+    assert "stopping signal=SIGTERM" in ran.out + ran.err
+    assert not (home / ".hermes-fleet" / "apply.lock").exists() or not _lock_held(home)
+
+
+def _lock_held(home: Path) -> bool:
+    import fcntl
+
+    with (home / ".hermes-fleet" / "apply.lock").open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
+
+
+def test_healthz_is_unhealthy_while_a_pass_overruns_its_deadline(world: dict[str, object], tmp_path: Path) -> None:
+    import http.client
+    import io
+
+    from controller.adapters.sources import LocalSource
+    from controller.engine import watching
+
+    options = watching.Options(interval=60, pass_deadline=30.0)
+    reconciler = watching.Reconciler(tmp_path, LocalSource([str(world["v2"])], recursive=False), options, watching.Log("text", io.StringIO()))
+    server = watching.start_health(0, reconciler, watching.Log("text", io.StringIO()))
+    try:
+
+        def healthz() -> tuple[int, dict[str, object]]:
+            conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
+            try:
+                conn.request("GET", "/healthz")
+                response = conn.getresponse()
+                return response.status, json.loads(response.read())
+            finally:
+                conn.close()
+
+        assert healthz() == (200, {"status": "ok", "last_result": "starting"})
+        reconciler.pass_started = time.monotonic() - 10  # a pass 10 s in: within its 30 s
+        assert healthz()[0] == 200
+        reconciler.pass_started = time.monotonic() - 45  # 15 s past the deadline
+        code, body = healthz()
+        assert code == 503 and body["status"] == "unhealthy" and 14 <= float(body["overrun_seconds"]) <= 20  # type: ignore[arg-type]
+        reconciler.pass_started = None  # the pass ended
+        assert healthz()[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
