@@ -772,18 +772,32 @@ def overrun(reconciler: Reconciler) -> float | None:
     return late if late > 0 else None
 
 
+STOP_GRACE = 3.0  # seconds a pass has to reach the end of an object after SIGTERM/SIGINT
+
+
 def install_signals(reconciler: Reconciler, log: Log) -> None:
-    """SIGTERM and SIGINT stop the loop; during a pass they also interrupt it the way they
-    interrupt `apply` (the write in progress finishes or is undone, the locks go), so the
-    reconciler stops within seconds whatever the pass is doing."""
+    """SIGTERM and SIGINT stop the loop; an apply in progress stops between two objects. A pass
+    still running STOP_GRACE seconds later (held up before it applies anything: a slow secret
+    command, a slow read) is interrupted the way `apply` is (exit 143 or 130), so the reconciler
+    always stops within seconds (docs/watch.md#signals-and---once)."""
+    received: list[int] = []
 
     def handle(signum: int, _frame: Any) -> None:
         log.event("stopping", signal=signal.Signals(signum).name)
         reconciler.stop.set()
         reconciler.wake.set()
-        if reconciler.pass_started is not None:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: the cleanup must not be cut
-            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        if reconciler.pass_started is not None and not received:
+            received.append(signum)
+            signal.setitimer(signal.ITIMER_REAL, STOP_GRACE)
+
+    def overdue(_signum: int, _frame: Any) -> None:
+        if reconciler.pass_started is None:
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup on the way out must not be cut
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise Terminated() if received[0] == signal.SIGTERM else KeyboardInterrupt()
+
+    signal.signal(signal.SIGALRM, overdue)
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
