@@ -835,7 +835,7 @@ def start_health(port: int, reconciler: Reconciler, log: Log, *, bind: str = "12
                 last = reconciler.runs[-1].result if reconciler.runs else "starting"
                 late = overrun(reconciler)
                 healthy = last not in ("stalled", "conflict") and reconciler.failures < 5 and late is None
-                report = {"status": "ok" if healthy else "unhealthy", "last_result": last}
+                report: dict[str, object] = {"status": "ok" if healthy else "unhealthy", "last_result": last}
                 if late is not None:
                     report["overrun_seconds"] = round(late, 1)
                 body = json.dumps(report) + "\n"

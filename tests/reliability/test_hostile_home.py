@@ -11,7 +11,6 @@ terminal would make them.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import sqlite3
@@ -123,7 +122,9 @@ CASES: dict[str, Callable[[Path], None]] = {
     "30,000-deep jobs.json": lambda p: plant_jobs(p, lambda t: '{"jobs": [' + "[" * 30_000 + "]" * 30_000 + "]}"),
     "5,000-digit integer in config.yaml": lambda p: append(p / "config.yaml", "n: " + "9" * 5000 + "\n"),
     "5,000-digit integer in profile.yaml": lambda p: append(p / "profile.yaml", "n: " + "9" * 5000 + "\n"),
-    "5,000-digit integer in jobs.json": lambda p: plant_jobs(p, lambda t: t.replace('"jobs": [', '"n": ' + "9" * 5000 + ', "jobs": [', 1)),
+    "5,000-digit integer in jobs.json": lambda p: plant_jobs(
+        p, lambda t: t.replace('"jobs": [', '"n": ' + "9" * 5000 + ', "jobs": [', 1)
+    ),
     "wrong types in jobs.json": lambda p: plant_jobs(p, lambda t: '{"jobs": [{"id": 5, "name": ["x"], "schedule": 3}]}'),
     "state.db trigger on sessions": plant_trigger,
     "state.db spinning view": plant_spinning_view,
@@ -264,7 +265,9 @@ def test_one_hostile_bot_is_one_error_and_the_others_are_applied(hostile: tuple[
     assert exported.seconds < SECONDS
 
 
-@pytest.mark.parametrize("hostile", ["alias bomb in config.yaml", "state.db trigger on sessions", "state.db spinning view"], indirect=True)
+@pytest.mark.parametrize(
+    "hostile", ["alias bomb in config.yaml", "state.db trigger on sessions", "state.db spinning view"], indirect=True
+)
 @pytest.mark.parametrize("verb", ["plan", "apply", "status"])
 def test_sigterm_ends_the_verb_within_5_seconds(hostile: tuple[str, Path], world: dict[str, object], verb: str) -> None:
     ran = run([verb, "-f", world["v2"], "--home", hostile[1]], world["env"], term_after=1.0)  # type: ignore[list-item]
@@ -317,7 +320,9 @@ def test_healthz_is_unhealthy_while_a_pass_overruns_its_deadline(world: dict[str
     from controller.engine import watching
 
     options = watching.Options(interval=60, pass_deadline=30.0)
-    reconciler = watching.Reconciler(tmp_path, LocalSource([str(world["v2"])], recursive=False), options, watching.Log("text", io.StringIO()))
+    reconciler = watching.Reconciler(
+        tmp_path, LocalSource([str(world["v2"])], recursive=False), options, watching.Log("text", io.StringIO())
+    )
     server = watching.start_health(0, reconciler, watching.Log("text", io.StringIO()))
     try:
 
