@@ -43,12 +43,14 @@ def test_nesting_is_bounded_directly_and_through_an_alias() -> None:
     configfile.ConfigDoc.parse(f"a: {'[' * 63}1{']' * 63}\n", source="c.yaml")  # 64 levels: the bound itself
 
 
-@pytest.mark.parametrize("number", ["9" * 5000, "-" + "1" * 101, "1" * 60 + "." + "2" * 60, "1_000" * 30])
+@pytest.mark.parametrize("number", ["9" * 5000, "-" + "1" * 101, "1" * 101 + ".5", "1_000" * 30])
 def test_long_numbers_are_refused_before_python_converts_them(number: str) -> None:
     assert "digits" in refused(f"n: {number}\n")
 
 
-@pytest.mark.parametrize("value", ["'" + "9" * 5000 + "'", "0x" + "f" * 500, "sha" + "9" * 500, "9" * 100])
+@pytest.mark.parametrize(
+    "value", ["'" + "9" * 5000 + "'", "0x" + "f" * 500, "sha" + "9" * 500, "9" * 100, "1" * 60 + "." + "2" * 60]
+)
 def test_text_hex_and_numbers_of_up_to_100_digits_read(value: str) -> None:
     configfile.ConfigDoc.parse(f"v: {value}\n", source="c.yaml")
 
