@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from controller import __version__
-from controller.errors import ControllerError, ExitCode
+from controller.errors import ControllerError, ExitCode, Terminated
 
 OUTPUTS_VALIDATE = ("text", "json", "github", "junit")
 OUTPUTS_PLAN = ("text", "json")
@@ -549,11 +549,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: 0 for --help and --version
         return int(exc.code or 0)
     return run(args)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where SIGINT raises KeyboardInterrupt, so both clean up the same way: the
-    write in progress removes its temp file, a half-built profile its staging folder, the locks go."""
 
 
 def _on_sigterm(signum: int, _frame: object) -> None:

@@ -140,3 +140,9 @@ class SourceError(ControllerError):
 
 class RoomApplyError(ControllerError):
     """A room could not be converged on the gateway."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where SIGINT raises KeyboardInterrupt, so both clean up the same way: the
+    write in progress removes its temp file, a half-built profile its staging folder, the locks go.
+    Not a ControllerError: `cli.run` reports it as an interruption (exit 143)."""

@@ -26,7 +26,7 @@ from ruamel.yaml.scalarfloat import ScalarFloat
 from ruamel.yaml.scalarint import OctalInt
 from ruamel.yaml.tokens import CommentToken
 
-from controller.adapters import fsio, sharing, yamlemit
+from controller.adapters import fsio, homebounds, sharing, yamlemit
 from controller.errors import HermesStateError, RefusedValue
 
 
@@ -331,6 +331,9 @@ def _fast_plain(text: str, source: str | None = None) -> dict[str, Any] | None:
     key = text_digest(text)
     plain = _MEMO.get(key)
     if plain is None:
+        # A text not seen before is checked within the home's bounds before any parser builds a
+        # tree of it (an alias bomb, deep nesting, a huge number: docs/reliability.md#home-files).
+        homebounds.check_yaml(text, source or "<yaml>")
         plain = _parse_plain(text)
         if plain is None:
             return None
@@ -479,7 +482,7 @@ class ConfigDoc:
     @classmethod
     def load(cls, path: Path | str) -> ConfigDoc:
         path = Path(path)
-        data = fsio.read_bounded(path)  # a FIFO or a huge file: a clear HermesStateError
+        data = fsio.read_bounded(path, homebounds.CONFIG_BYTES)  # a FIFO or a huge file: a clear HermesStateError
         if data is None:
             return cls(CommentedMap(), text="", exists=False, source=str(path))
         try:

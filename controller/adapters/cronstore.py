@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import fsio
+from controller.adapters import fsio, homebounds
 from controller.adapters.locking import flock_within
 from controller.errors import ConflictError, HermesStateError
 
@@ -33,30 +33,23 @@ def jobs_path(profile_dir: Path) -> Path:
 def read_jobs(profile_dir: Path) -> list[dict[str, Any]] | None:
     """The jobs of a profile's store; None when the store does not exist yet."""
     path = jobs_path(profile_dir)
-    data = fsio.read_bounded(path)  # a FIFO or a huge file: a clear HermesStateError
+    data = fsio.read_bounded(path, homebounds.JOBS_BYTES)  # a FIFO or a huge file: a clear HermesStateError
     if data is None:
         return None
     try:
         text = data.decode("utf-8-sig")  # Hermes tolerates a BOM too
     except UnicodeDecodeError as exc:
         raise HermesStateError(f"cannot read {path}: {exc}", path=str(path)) from exc
-    try:
-        data = json.loads(text, strict=False)  # Hermes' own fallback accepts raw control characters
-    except ValueError as exc:
-        raise HermesStateError(
-            f"{path} is not valid JSON ({exc})",
-            path=str(path),
-            hint="fix or remove it; hermes-fleet never overwrites a cron store it cannot parse",
-        ) from exc
+    # strict=False: Hermes' own fallback accepts raw control characters.
+    data = homebounds.parse_json(text, str(path), "the cron store", _UNPARSEABLE, strict=False)
     if isinstance(data, list):
         return [j for j in data if isinstance(j, dict)]
     if isinstance(data, dict) and isinstance(data.get("jobs", []), list):
         return [j for j in data.get("jobs", []) if isinstance(j, dict)]
-    raise HermesStateError(
-        f"{path} does not hold {{'jobs': [...]}}",
-        path=str(path),
-        hint="fix or remove it; hermes-fleet never overwrites a cron store it cannot parse",
-    )
+    raise HermesStateError(f"{path} does not hold {{'jobs': [...]}}", path=str(path), hint=_UNPARSEABLE)
+
+
+_UNPARSEABLE = "fix or remove it; hermes-fleet never overwrites a cron store it cannot parse"
 
 
 @contextlib.contextmanager

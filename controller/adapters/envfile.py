@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from controller.adapters import fsio
+from controller.adapters import fsio, homebounds
 from controller.errors import HermesStateError, RefusedValue
 from controller.hermes.env import quote_value, value_problem
 
@@ -192,7 +192,7 @@ class EnvFile:
 def read_env(path: Path | str) -> EnvFile:
     """The profile's .env; a missing file is an empty one."""
     path = Path(path)
-    data = fsio.read_bounded(path)  # a FIFO or a huge file: a clear HermesStateError
+    data = fsio.read_bounded(path, homebounds.ENV_BYTES)  # a FIFO or a huge file: a clear HermesStateError
     if data is None:
         return EnvFile()
     try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import json
 import os
 import re
 import secrets
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import bounded
+from controller.adapters import homebounds
 from controller.errors import ChangedUnderUs, ConflictError, HermesStateError
 
 # The largest file of the home we read (config.yaml, .env, profile.yaml, SOUL.md, jobs.json, an
@@ -85,10 +85,10 @@ def read_json(path: Path, what: str, hint: str, limit: int = MAX_STATE_BYTES) ->
         return None
     try:
         text = raw.decode("utf-8")
-        del raw  # the bytes go before the parse: a 41 MB inventory is not held three times over
-        return json.loads(text)
     except ValueError as exc:
         raise HermesStateError(f"cannot read {what} {path}: {exc}", path=str(path), hint=hint) from exc
+    del raw  # the bytes go before the parse: a 41 MB inventory is not held three times over
+    return homebounds.parse_json(text, str(path), what, hint, walk=False)
 
 
 def remove(path: Path) -> bool:

@@ -130,7 +130,26 @@ def read(root: Path, fleet: str, seq: int) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict) or data.get("seq") != seq:
         raise HermesStateError(f"{path} is not a history entry", path=str(path), hint="move the file away")
+    problem = _shape_problem(data)
+    if problem:
+        raise HermesStateError(f"{path}: {problem}", path=str(path), hint="move the file away; the other entries stay usable")
     return data
+
+
+def _shape_problem(entry: dict[str, Any]) -> str:
+    """What in an entry has a type hermes-fleet never writes there ("" when nothing)."""
+    for name in ("desired", "source", "counts"):
+        if not isinstance(entry.get(name) or {}, dict):
+            return f"`{name}` is not a map"
+    documents = (entry.get("desired") or {}).get("documents") or []
+    if not isinstance(documents, list) or not all(
+        isinstance(d, dict) and isinstance(d.get("files") or {}, dict) for d in documents
+    ):
+        return "`desired.documents` is not a list of documents"
+    counts = entry.get("counts") or {}
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in counts.values()):
+        return "`counts` holds a value that is not a whole number"
+    return ""
 
 
 # --- where an apply came from ------------------------------------------------------------------

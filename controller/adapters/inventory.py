@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import bounded
-from controller.adapters import fsio
+from controller.adapters import fsio, homebounds
 from controller.adapters.home import OWNER_MARKER, check_state_path, profile_dir, state_dir
 from controller.adapters.sharing import Sharer
 from controller.errors import HermesStateError
@@ -52,8 +52,39 @@ def read(root: Path, fleet: str) -> dict[str, Any] | None:
             path=str(path),
             hint="move it away and apply with --adopt to rebuild it",
         )
+    problem = shape_problem(data)
+    if problem:
+        raise HermesStateError(
+            f"{path}: {problem}",
+            path=str(path),
+            hint="restore it from a backup, or move it away and apply with --adopt to rebuild it",
+        )
     _share_applied(data["objects"])
     return data
+
+
+_TEXT_FIELDS = ("job_id", "updated_at", "renamed_from")  # of an object's record, read as text
+
+
+def shape_problem(data: dict[str, Any]) -> str:
+    """What in an inventory document has a type hermes-fleet never writes there ("" when nothing):
+    a record that is not a map, an `applied` that is not a map with text keys, and so on."""
+    if not isinstance(data.get("history", []), list) or not all(isinstance(h, dict) for h in data.get("history") or []):
+        return "`history` is not a list of maps"
+    if not isinstance(data.get("last_apply") or {}, dict):
+        return "`last_apply` is not a map"
+    if not isinstance(data.get("salt") or "", str):
+        return "`salt` is not text"
+    for key, entry in data["objects"].items():
+        if not isinstance(entry, dict):
+            return f"the record of {key!r} is not a map"
+        applied = entry.get("applied", {})
+        if not isinstance(applied, dict) or not all(isinstance(k, str) for k in applied):
+            return f"`applied` of {key!r} is not a map of fields"
+        for name in _TEXT_FIELDS:
+            if not isinstance(entry.get(name) or "", str):
+                return f"`{name}` of {key!r} is not text"
+    return ""
 
 
 def _share_applied(objects: dict[str, Any]) -> None:
@@ -131,9 +162,9 @@ def read_marker_any(root: Path, name: str) -> dict[str, Any] | None:
     """The owner marker inside profile `name`'s folder whatever profile it names (after a rename cut
     short, the moved folder still holds the old name's marker)."""
     try:
-        raw = bounded.read_bytes(profile_dir(root, name) / MARKER, MAX_MARKER_BYTES)
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError):  # missing, unreadable, not a file, not JSON: no valid marker
+        path = profile_dir(root, name) / MARKER
+        data = homebounds.parse_json(bounded.read_bytes(path, MAX_MARKER_BYTES).decode("utf-8"), str(path), "marker", "")
+    except (OSError, ValueError, HermesStateError):  # missing, unreadable, not a file, not JSON: no valid marker
         return None
     if not isinstance(data, dict) or not isinstance(data.get("profile"), str) or not isinstance(data.get("fleet"), str):
         return None

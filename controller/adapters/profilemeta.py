@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import fsio
+from controller.adapters import fsio, homebounds
 from controller.adapters.configfile import ConfigDoc, unparseable_hint
 from controller.errors import HermesStateError, RefusedValue
 
@@ -139,7 +139,7 @@ class ProfileMeta:
 
 
 def _read_text(path: Path) -> str | None:
-    data = fsio.read_bounded(path)  # a FIFO or a huge file: a clear HermesStateError
+    data = fsio.read_bounded(path, homebounds.PROFILE_META_BYTES)  # a FIFO or a huge file: a clear HermesStateError
     if data is None:
         return None
     try:

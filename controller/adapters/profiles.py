@@ -24,7 +24,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from controller import bounded
-from controller.adapters import fsio
+from controller.adapters import fsio, homebounds
 from controller.adapters.home import (
     DEFAULT_PROFILE,
     OWNER_MARKER,
@@ -369,7 +369,7 @@ def _copy_clone_files(source: Path, dest: Path) -> None:
 def _read_text(path: Path) -> str | None:
     if not path.is_file():
         return None
-    data = fsio.read_bounded(path)
+    data = fsio.read_bounded(path, homebounds.CONFIG_BYTES)  # config.yaml or .env of a profile
     try:
         return data.decode("utf-8") if data is not None else None
     except UnicodeDecodeError as exc:
@@ -388,6 +388,7 @@ def _yaml() -> YAML:
 
 
 def _load_yaml(path: Path, text: str) -> Any:
+    homebounds.check_yaml(text, str(path))  # an alias bomb, deep nesting, a huge number
     try:
         return _yaml().load(text)
     except YAMLError as exc:
@@ -565,8 +566,9 @@ def _read_meta(folder: Path) -> dict[str, Any] | None:
     if os.path.islink(folder) or os.path.islink(folder / BACKUP_META):
         return None
     try:
-        meta = json.loads(bounded.read_bytes(folder / BACKUP_META, fsio.MAX_STATE_BYTES).decode("utf-8"))
-    except (OSError, ValueError):
+        text = bounded.read_bytes(folder / BACKUP_META, fsio.MAX_STATE_BYTES).decode("utf-8")
+        meta = homebounds.parse_json(text, str(folder / BACKUP_META), "backup record", "")
+    except (OSError, ValueError, HermesStateError):
         return None
     return meta if isinstance(meta, dict) else None
 
@@ -616,8 +618,9 @@ def restore_profile(root: Path, backup: str | Path) -> BackupInfo:
 
 def _restored_already(target: Path, info: BackupInfo) -> bool:
     try:
-        marker = json.loads(bounded.read_bytes(target / OWNER_MARKER, 64 * 1024).decode("utf-8"))
-    except (OSError, ValueError):
+        text = bounded.read_bytes(target / OWNER_MARKER, 64 * 1024).decode("utf-8")
+        marker = homebounds.parse_json(text, str(target / OWNER_MARKER), "marker", "")
+    except (OSError, ValueError, HermesStateError):
         return False
     return isinstance(marker, dict) and marker.get("fleet") == info.fleet and marker.get("profile") == info.name
 

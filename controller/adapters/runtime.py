@@ -13,12 +13,15 @@ that cannot be read reads as "unknown", never as an error: health is best effort
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from controller import bounded
+from controller.adapters import homebounds
+from controller.errors import HermesStateError
 
 MAX_STATE_BYTES = 1024 * 1024
 
@@ -35,9 +38,7 @@ class GatewayProcess:
 def read_epoch(path: Path) -> float | None:
     """An epoch-seconds file as Hermes writes it (`str(time.time())`); None when absent or unreadable."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(64)
-        value = float(raw.decode("ascii").strip())
+        value = float(bounded.read_bytes(path, 64).decode("ascii").strip())  # a FIFO is refused, never waited on
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     return value if math.isfinite(value) else None
@@ -51,12 +52,8 @@ def ticker(profile_dir: Path) -> tuple[float | None, float | None]:
 
 def _json(path: Path) -> dict[str, Any] | None:
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_STATE_BYTES + 1)
-        if len(raw) > MAX_STATE_BYTES:
-            return None
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        data = homebounds.parse_json(bounded.read_bytes(path, MAX_STATE_BYTES).decode("utf-8"), str(path), "", "")
+    except (OSError, UnicodeDecodeError, HermesStateError):  # a FIFO, too large, not JSON, too deep
         return None
     return data if isinstance(data, dict) else None
 
@@ -103,7 +100,8 @@ def gateway(profile_dir: Path) -> GatewayProcess:
     """Whether a gateway runs for this profile (Hermes 0.19.0: one gateway per HERMES_HOME)."""
     state = _json(profile_dir / "gateway_state.json")
     state_name = state.get("gateway_state") if state else None
-    served = tuple(p for p in (state or {}).get("served_profiles") or () if isinstance(p, str))
+    listed = (state or {}).get("served_profiles")
+    served = tuple(p for p in listed if isinstance(p, str)) if isinstance(listed, list) else ()
     pid = _live(_json(profile_dir / "gateway.pid"))
     if pid is not None:
         return GatewayProcess(True, pid, state_name if isinstance(state_name, str) else None, "gateway.pid", served)

@@ -7,6 +7,7 @@ and docs/hermes/files.md#sessions-database; the table layout from hermes-agent 0
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import secrets
 import sqlite3
@@ -27,6 +28,18 @@ STATE_DB = "state.db"
 # Rows with these sources are not a chat (docs/hermes/bot-mode.md#bot-chat): they count as absent.
 NON_CHAT_SOURCES = frozenset({"kanban", "tool"})
 BOT_CHAT_SOURCE = "cli"  # what `hermes chat -c "Bot Chat" --create-if-missing` (main) stores
+
+# The bot writes its own state.db, so every statement on it is bounded (docs/reliability.md#state-db):
+# SQLite waits at most BUSY_SECONDS for a lock, runs at most WORK_STEPS * STEP_OPS virtual machine
+# steps per connection (a planted trigger or a huge scan is interrupted, in about a second), and
+# returns no value longer than MAX_VALUE_BYTES. The step budget is a C iterator, not a Python
+# callback: no Python code runs inside SQLite, so a SIGTERM is handled the moment it returns.
+BUSY_SECONDS = 3.0
+STEP_OPS = 1000
+WORK_STEPS = 10_000
+MAX_VALUE_BYTES = 1024 * 1024
+_READ_COLUMNS = ("id", "source", "title", "archived")  # what a Bot Chat lookup needs of its row
+_WRITTEN_TABLES = ("sessions", "schema_version")
 
 # Hermes 0.19 stamps SCHEMA_VERSION 22 in `schema_version`. On every read-write open, SessionDB
 # runs `CREATE ... IF NOT EXISTS` for all its tables, ADDs every declared column a live table
@@ -137,7 +150,7 @@ def find_bot_chat(profile_dir: Path) -> dict[str, Any] | None:
     try:
         row = _query_read_only(db, _title_row_if_table)
     except sqlite3.Error as exc:
-        raise HermesStateError(f"cannot read {db}: {exc}", path=str(db)) from exc
+        raise HermesStateError(f"cannot read {db}: {_bounded_reason(exc)}", path=str(db)) from exc
     return row if row is not None and is_bot_chat(row) else None
 
 
@@ -151,8 +164,8 @@ def _title_row_if_table(conn: sqlite3.Connection) -> dict[str, Any] | None:
     # never ran in this profile) is rare, and its error is told apart by the table's absence.
     try:
         row = _title_row(conn)
-    except sqlite3.OperationalError:
-        if _has_table(conn, "sessions"):
+    except sqlite3.OperationalError as exc:
+        if str(exc) == "interrupted" or _has_table(conn, "sessions"):
             raise
         return None
     return dict(row) if row is not None else None
@@ -169,8 +182,9 @@ def _query_read_only(db: Path, query: Callable[[sqlite3.Connection], T]) -> T:
             result = _run(uri + "&immutable=1", query)
             if not _has_sidecars(db):
                 return result
-        except sqlite3.DatabaseError:
-            pass
+        except sqlite3.DatabaseError as exc:
+            if str(exc) == "interrupted":  # over the step budget: reading again would only spend it again
+                raise
     return _run(uri, query)
 
 
@@ -187,9 +201,27 @@ def _run(uri: str, query: Callable[[sqlite3.Connection], T]) -> T:
 
 
 def _connect(uri: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None)
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_SECONDS, isolation_level=None)
     conn.row_factory = sqlite3.Row
+    _bound(conn)
     return conn
+
+
+def _bounded_reason(exc: sqlite3.Error) -> str:
+    """SQLite's message, with the bound that stopped it said in words."""
+    if str(exc) == "interrupted":
+        return f"stopped after {WORK_STEPS * STEP_OPS:,} SQLite steps (a planted trigger or view, or a damaged database?)"
+    if "too big" in str(exc):
+        return f"a value is over the {MAX_VALUE_BYTES:,}-byte bound hermes-fleet reads"
+    return str(exc)
+
+
+def _bound(conn: sqlite3.Connection) -> None:
+    """Interrupt any statement of `conn` past its step budget, and refuse over-long values."""
+    budget = itertools.chain(itertools.repeat(0, WORK_STEPS), itertools.repeat(1))
+    conn.set_progress_handler(budget.__next__, STEP_OPS)
+    if hasattr(conn, "setlimit"):  # Python 3.11+
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
 
 
 def _has_table(conn: sqlite3.Connection, table: str) -> bool:
@@ -202,8 +234,10 @@ def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 def _title_row(conn: sqlite3.Connection) -> sqlite3.Row | None:
-    # The unique title index allows at most one row with this exact title.
-    return conn.execute("SELECT * FROM sessions WHERE title = ?", (BOT_CHAT_TITLE,)).fetchone()
+    # The unique title index allows at most one row with this exact title. Only the columns a
+    # lookup needs: a bot may have put anything into the others (a 300 MB system prompt).
+    names = ", ".join(c for c in _READ_COLUMNS if c in _columns(conn, "sessions")) or "title"
+    return conn.execute(f"SELECT {names} FROM sessions WHERE title = ?", (BOT_CHAT_TITLE,)).fetchone()
 
 
 # --- write ---------------------------------------------------------------------------------
@@ -227,10 +261,11 @@ def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None) -> bool:
         fsio.atomic_write_bytes(db, new_db_image(profile or _profile_name(profile_dir)), mode=0o644)
         return True
     try:
-        conn = sqlite3.connect(str(db), timeout=10.0, isolation_level=None)
+        conn = sqlite3.connect(str(db), timeout=BUSY_SECONDS, isolation_level=None)
     except sqlite3.Error as exc:
         raise HermesStateError(f"cannot open {db}: {exc}", path=str(db)) from exc
     conn.row_factory = sqlite3.Row
+    _bound(conn)
     try:
         if new:
             # A DB this call creates: SQLite's own syncs (about nine for the journal-mode switch,
@@ -241,7 +276,12 @@ def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None) -> bool:
         began = _prepare(conn)
         created = _insert_if_missing(conn, profile or _profile_name(profile_dir), began=began)
     except sqlite3.Error as exc:
-        raise HermesStateError(f"cannot write the Bot Chat session to {db}: {exc}", path=str(db)) from exc
+        reason = _bounded_reason(exc)
+        raise HermesStateError(f"cannot write the Bot Chat session to {db}: {reason}; nothing was written", path=str(db)) from exc
+    except HermesStateError as exc:
+        if exc.path is not None:
+            raise
+        raise HermesStateError(f"{db}: {exc.message}", path=str(db), hint=exc.hint) from exc
     finally:
         conn.close()
     if new:
@@ -317,6 +357,7 @@ def _prepare(conn: sqlite3.Connection) -> bool:
         conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("BEGIN IMMEDIATE")
     try:
+        _refuse_triggers(conn)
         for statement in _SCHEMA_STATEMENTS:
             conn.execute(statement)
         if conn.execute("SELECT 1 FROM schema_version LIMIT 1").fetchone() is None:
@@ -331,6 +372,7 @@ def _insert_if_missing(conn: sqlite3.Connection, profile_name: str | None, *, be
     if not began:
         conn.execute("BEGIN IMMEDIATE")
     try:
+        _refuse_triggers(conn)
         found = _title_row(conn)
         if found is not None:
             conn.execute("ROLLBACK")
@@ -353,6 +395,23 @@ def _insert_if_missing(conn: sqlite3.Connection, profile_name: str | None, *, be
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _refuse_triggers(conn: sqlite3.Connection) -> None:
+    """A trigger on a table we write would run the bot's SQL inside our write: refused before
+    the write, inside its transaction (no trigger can appear meanwhile). Hermes 0.19.0 puts
+    triggers on `messages` only (hermes_state.py, _FTS_TRIGGERS), which we never write."""
+    marks = ", ".join("?" * len(_WRITTEN_TABLES))
+    found = conn.execute(
+        f"SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' AND tbl_name IN ({marks})", _WRITTEN_TABLES
+    ).fetchall()
+    if found:
+        names = ", ".join(f"{row[0]!r} on {row[1]}" for row in found)
+        raise HermesStateError(
+            f"state.db has a trigger Hermes does not make ({names}): hermes-fleet does not write the Bot Chat "
+            "session into it (the trigger would run inside that write)",
+            hint="drop the trigger (`DROP TRIGGER <name>`) if nobody needs it, then run again",
+        )
 
 
 def _new_row(conn: sqlite3.Connection, profile_name: str | None) -> dict[str, Any]:

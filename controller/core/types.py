@@ -226,8 +226,11 @@ class LiveProfile:
         value = self.description if key == "description" else self.display_name
         return value is not None, value
 
+    FIELD_SPACES = frozenset({"config", "env", "meta", "profile", "soul", "avatar", "botchat", "botmode"})
+
     def value(self, name: str) -> tuple[bool, Any]:
-        """(present?, value) of one plan field (`config:a.b`, `env:K`, `meta:title`, `soul`, ...)."""
+        """(present?, value) of one plan field (`config:a.b`, `env:K`, `meta:title`, `soul`, ...);
+        the space before `:` is one of FIELD_SPACES."""
         space, _, key = name.partition(":")
         if space == "config":
             return self.config_value(key)

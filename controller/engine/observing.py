@@ -23,6 +23,7 @@ from controller.adapters import (
     fsio,
     hermes_install,
     home,
+    homebounds,
     honcho,
     profilemeta,
     profiles,
@@ -293,7 +294,7 @@ def _read(errors: list[str], path: Path, reader: Callable[[], T]) -> T | None:
 
 
 def _read_soul(errors: list[str], path: Path) -> str | None:
-    data = _read(errors, path, lambda: fsio.read_bounded(path / "SOUL.md"))
+    data = _read(errors, path, lambda: fsio.read_bounded(path / "SOUL.md", homebounds.SOUL_BYTES))
     if data is None:
         return None
     try:
@@ -315,7 +316,7 @@ def _read_avatar(errors: list[str], path: Path) -> tuple[tuple[str, str] | None,
         found.append(ext)
         if avatar is None:
             try:
-                data = fsio.read_bounded(candidate)
+                data = fsio.read_bounded(candidate, homebounds.AVATAR_BYTES)
             except ControllerError as exc:
                 errors.append(str(exc))
                 continue

@@ -3,14 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from controller.adapters import inventory as inventory_file
 from controller.core.inventory import Inventory
+from controller.core.types import LiveProfile
+from controller.errors import HermesStateError
 
 
 def load(root: Path, fleet: str) -> Inventory:
     data = inventory_file.read(root, fleet)
-    return Inventory(fleet=fleet) if data is None else Inventory.from_json(fleet, data)
+    if data is None:
+        return Inventory(fleet=fleet)
+    _check_bot_fields(root, fleet, data["objects"])
+    return Inventory.from_json(fleet, data)
+
+
+def _check_bot_fields(root: Path, fleet: str, objects: dict[str, Any]) -> None:
+    """Every field a bot's record says was applied is one a plan knows (a hand-edited inventory
+    must be a located error, not a traceback in the planner)."""
+    for key, entry in objects.items():
+        if key.startswith("bot/"):
+            for name in entry.get("applied", {}):
+                if name.partition(":")[0] not in LiveProfile.FIELD_SPACES:
+                    path = inventory_file.inventory_path(root, fleet)
+                    raise HermesStateError(
+                        f"{path}: `applied` of {key!r} names {name!r}, not a field hermes-fleet writes",
+                        path=str(path),
+                        hint="restore it from a backup, or move it away and apply with --adopt to rebuild it",
+                    )
 
 
 def save(root: Path, inventory: Inventory) -> None:

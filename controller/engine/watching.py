@@ -29,14 +29,23 @@ from pathlib import Path
 from typing import Any
 
 from controller import bounded
-from controller.adapters import fsio, locking, webhooks
+from controller.adapters import fsio, homebounds, locking, webhooks
 from controller.adapters.home import check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
 from controller.core import health as health_core
 from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
 from controller.core.types import Options as PlanOptions
 from controller.engine import health, history, notifying, reconciling, records
-from controller.errors import ConflictError, ContainmentError, ControllerError, LockHeld, SourceError, UsageError
+from controller.errors import (
+    ConflictError,
+    ContainmentError,
+    ControllerError,
+    HermesStateError,
+    LockHeld,
+    SourceError,
+    Terminated,
+    UsageError,
+)
 from controller.manifests import desired, reading, validating
 from controller.redact import redact_text, redact_url
 
@@ -60,6 +69,7 @@ class Options:
     debounce_ms: int = 300
     health: bool = True  # check runtime health after each pass (metrics, alerts on transitions)
     rooms: bool = True  # False: --no-rooms, rooms are left out (the gateway is not asked, no room changes)
+    pass_deadline: float = 600.0  # a pass running longer makes /healthz unhealthy (docs/watch.md)
 
 
 @dataclass
@@ -275,11 +285,12 @@ class Reconciler:
         # What the webhooks last heard (kept in the status file, so `--once` and restarts do not repeat it).
         self.seen_run: Run | None = None
         self.seen_findings: tuple[health_core.Finding, ...] = ()
+        self.pass_started: float | None = None  # time.monotonic() of the pass in progress
 
     # --- one pass --------------------------------------------------------------------------------
 
     def reconcile(self, trigger: str) -> Run:
-        started = time.monotonic()
+        started = self.pass_started = time.monotonic()
         try:
             run = self._reconcile(trigger)
         except Exception as exc:  # a bug must not end the reconciler (under systemd: a crash loop)
@@ -287,6 +298,8 @@ class Reconciler:
             traceback.print_exc(file=sys.stderr)
             now = datetime.now(UTC).isoformat(timespec="seconds")
             run = Run(now, trigger, "partial", message=f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            self.pass_started = None
         run.seconds = round(time.monotonic() - started, 4)
         self.runs = [*self.runs, run][-KEEP_RUNS:]
         self.metrics.record(run, good_revision=self.last_good_revision)
@@ -695,14 +708,33 @@ def read_status(root: Path) -> dict[str, Any] | None:
     path = state_dir(root) / STATUS_FILE
     try:
         check_state_path(root, path)
-        data = json.loads(bounded.read_bytes(path, fsio.MAX_STATE_BYTES).decode("utf-8"))
-    except (OSError, ValueError, ContainmentError):
+        data = homebounds.parse_json(bounded.read_bytes(path, fsio.MAX_STATE_BYTES).decode("utf-8"), str(path), "", "")
+    except (OSError, ValueError, ContainmentError, HermesStateError):
         return None
-    if not isinstance(data, dict):
+    if not _status_shaped(data):
         return None
     if isinstance(data.get("source"), str):  # a file an older version wrote may hold a credential
         data["source"] = redact_text(data["source"])
     return data
+
+
+def _status_shaped(data: Any) -> bool:
+    """The types `write_status` writes, where `status` and `resume` rely on them."""
+    if not isinstance(data, dict):
+        return False
+    runs, notified = data.get("runs") or [], data.get("notified") or {}
+    return (
+        _strs(data.get("drift") or [])
+        and isinstance(runs, list)
+        and all(isinstance(r, dict) and isinstance(r.get("at"), str) and isinstance(r.get("result"), str) for r in runs)
+        and isinstance(notified, dict)
+        and _strs(notified.get("drift") or [])
+        and isinstance(notified.get("findings") or [], list)
+    )
+
+
+def _strs(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def source_label(source: LocalSource | GitSource) -> str:
@@ -732,11 +764,41 @@ def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
         reconciler.source.last_good = good
 
 
+def overrun(reconciler: Reconciler) -> float | None:
+    """Seconds the pass in progress has run past its deadline; None when none has."""
+    started = reconciler.pass_started
+    if started is None:
+        return None
+    late = time.monotonic() - started - reconciler.options.pass_deadline
+    return late if late > 0 else None
+
+
+STOP_GRACE = 3.0  # seconds a pass has to reach the end of an object after SIGTERM/SIGINT
+
+
 def install_signals(reconciler: Reconciler, log: Log) -> None:
+    """SIGTERM and SIGINT stop the loop; an apply in progress stops between two objects. A pass
+    still running STOP_GRACE seconds later (held up before it applies anything: a slow secret
+    command, a slow read) is interrupted the way `apply` is (exit 143 or 130), so the reconciler
+    always stops within seconds (docs/watch.md#signals-and---once)."""
+    received: list[int] = []
+
     def handle(signum: int, _frame: Any) -> None:
         log.event("stopping", signal=signal.Signals(signum).name)
         reconciler.stop.set()
         reconciler.wake.set()
+        if reconciler.pass_started is not None and not received:
+            received.append(signum)
+            signal.setitimer(signal.ITIMER_REAL, STOP_GRACE)
+
+    def overdue(_signum: int, _frame: Any) -> None:
+        if reconciler.pass_started is None:
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the cleanup on the way out must not be cut
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise Terminated() if received[0] == signal.SIGTERM else KeyboardInterrupt()
+
+    signal.signal(signal.SIGALRM, overdue)
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
@@ -772,8 +834,12 @@ def start_health(port: int, reconciler: Reconciler, log: Log, *, bind: str = "12
                 self._send(200, data, kind)
             elif self.path == "/healthz":
                 last = reconciler.runs[-1].result if reconciler.runs else "starting"
-                healthy = last not in ("stalled", "conflict") and reconciler.failures < 5
-                body = json.dumps({"status": "ok" if healthy else "unhealthy", "last_result": last}) + "\n"
+                late = overrun(reconciler)
+                healthy = last not in ("stalled", "conflict") and reconciler.failures < 5 and late is None
+                report: dict[str, object] = {"status": "ok" if healthy else "unhealthy", "last_result": last}
+                if late is not None:
+                    report["overrun_seconds"] = round(late, 1)
+                body = json.dumps(report) + "\n"
                 self._send(200 if healthy else 503, body.encode(), "application/json")
             else:
                 self._send(404, b"not found\n", "text/plain")

@@ -145,7 +145,11 @@ def run_command(argv: list[str], *, cwd: str, timeout: float = DEFAULT_COMMAND_T
 
     reader = threading.Thread(target=read, name="hermes-fleet-secret-command", daemon=True)
     reader.start()
-    reader.join(timeout)
+    try:
+        reader.join(timeout)
+    except BaseException:  # SIGTERM or SIGINT meanwhile: the command and what it started go too
+        _kill(proc)
+        raise
     timed_out = reader.is_alive()
     if timed_out:
         _kill(proc)

@@ -113,9 +113,9 @@ def test_find_reads_through_an_open_wal(profile: Path) -> None:
     sessions.ensure_bot_chat(profile)
     holder = sqlite3.connect(profile / "state.db")  # keeps -wal/-shm alive, as a running Hermes does
     try:
-        holder.execute("UPDATE sessions SET message_count = 5")
+        holder.execute("UPDATE sessions SET id = 'through-the-wal'")
         holder.commit()
-        assert sessions.find_bot_chat(profile)["message_count"] == 5
+        assert sessions.find_bot_chat(profile)["id"] == "through-the-wal"
     finally:
         holder.close()
 
