@@ -169,6 +169,8 @@ def test_each_apply_is_an_entry_and_rollback_brings_back_a(two_applies: tuple[Pa
     assert profiles_of(home) == ["alpha", "beta", "gamma"] and model_of(home, "alpha") == "model-b"
     assert_converged(b, home)
     dry = hermes_fleet("rollback", "--home", home, "--dry-run", "-o", "json")
+    assert dry.code == 3 and dry.json()["kind"] == "dry-run", dry.text  # as the rollback itself (deletes gamma)
+    dry = hermes_fleet("rollback", "--home", home, "--dry-run", "--yes", "-o", "json")
     assert dry.code == 0 and dry.json()["kind"] == "dry-run", dry.text
     assert model_of(home, "alpha") == "model-b"  # --dry-run wrote nothing
     assert probe(hermes, home, "alpha")["model"]["default"] == "model-b"
