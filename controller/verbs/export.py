@@ -187,7 +187,7 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
         if isinstance(record.get(key), bool):
             bot[key] = record[key]
     if record.get("sectionId") and record.get("sectionName"):
-        sid, sname = str(record["sectionId"]), str(record["sectionName"])
+        sid, sname = str(record["sectionId"]), _masked_text(str(record["sectionName"]), f"{name}: section", out)
         out.sections.setdefault(sid, {"name": sname, "id": sid})
         bot["section"] = out.sections[sid]["name"]
     routines = _routines(path, name, out) if inside(path / "cron" / "jobs.json") else []
@@ -725,12 +725,12 @@ def _write_no_follow(folder: Path, rel: str, data: bytes) -> Path:
 
 
 def _reopen(fd: int, part: str, target: Path) -> int:
+    """The folder `part` inside `fd` (which is closed once it is open; left to the caller on an error)."""
     try:
         inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
     except OSError as exc:
         raise _link_refused(target, f"{part!r} on its way is a link or not a folder") from exc
-    finally:
-        os.close(fd)
+    os.close(fd)
     return inner
 
 
