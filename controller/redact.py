@@ -254,7 +254,7 @@ class MaskedStream:
 def masked_output() -> Iterator[None]:
     """stdout and stderr masked for the duration (each wrapped once, restored after)."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = (s if isinstance(s, MaskedStream) else MaskedStream(s) for s in saved)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = (s if isinstance(s, MaskedStream) else MaskedStream(s) for s in saved)
     try:
         yield
     finally:

@@ -318,7 +318,7 @@ def _toolsets(data: dict[str, Any], bot: str, out: Export) -> list[Any] | None:
 def _mcp(name: str, server: dict[str, Any], where: str, out: Export, refs: dict[str, Any]) -> dict[str, Any]:
     """An MCP server: every env and header value a reference (the masking rule hides them all), a
     credential in `args` a `${NAME}` that Hermes expands from the bot's `.env` (load_config expands
-    `${...}` in every string of config.yaml: docs/hermes/files.md#env-expansion)."""
+    `${...}` in every string of config.yaml: docs/hermes/files.md#config-loading)."""
     server = dict(server)
     for block in ("env", "headers"):
         values = server.get(block)
@@ -821,6 +821,6 @@ def cmd_export(args: argparse.Namespace) -> int:
             "them with from_env; their live values stay in the home):",
             file=sys.stderr,
         )
-        for name, where in sorted(ex.variables.items()):
-            print(f"  {name}  ({where})", file=sys.stderr)
+        for variable, source in sorted(ex.variables.items()):
+            print(f"  {variable}  ({source})", file=sys.stderr)
     return ExitCode.OK

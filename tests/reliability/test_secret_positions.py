@@ -168,7 +168,7 @@ def test_export_lists_the_variables_and_skips_the_soul_link(planted: tuple[Path,
     link_soul_out(home, tmp_path)
     done = run("export", "--home", home, "--no-rooms", "--split", tmp_path / "split")
     assert done.code == 0, done.text
-    bot = list(YAML(typ="safe").load_all((tmp_path / "split" / "bots" / "alpha.yaml").read_text(encoding="utf-8")))[0]["spec"]
+    bot = next(iter(YAML(typ="safe").load_all((tmp_path / "split" / "bots" / "alpha.yaml").read_text(encoding="utf-8"))))["spec"]
     crm = bot["mcp_servers"]["crm"]
     assert crm["env"]["CRM_TOKEN"] == {"from_env": "CRM_TOKEN"}
     assert crm["args"] == ["-y", "@acme/crm", "--api-key=${CRM_ARG_API_KEY}", "--token", "${CRM_ARG_TOKEN}"]
