@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from controller import __version__
+from controller import __version__, redact
 from controller.errors import ControllerError, ExitCode, Terminated
 
 OUTPUTS_VALIDATE = ("text", "json", "github", "junit")
@@ -569,6 +569,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run a parsed verb with every write to stdout and stderr masked (controller/redact.py)."""
+    with _masked(args):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     """Run a parsed verb; a ControllerError becomes its message and exit code (no traceback).
 
     Under `-o json` a verb that fails before printing its report prints one JSON error document
@@ -598,6 +604,16 @@ def run(args: argparse.Namespace) -> int:
         return code
     except BrokenPipeError:
         return int(ExitCode.OK)
+
+
+UNMASKED_VERBS = ("schema", "completion")  # print this program's own text, never a value read from a file
+
+
+def _masked(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """Every write of the verb to stdout and stderr masked (controller/redact.py), errors included."""
+    if getattr(args, "verb_name", None) in UNMASKED_VERBS:
+        return contextlib.nullcontext()
+    return redact.masked_output()
 
 
 def _json_kind(args: argparse.Namespace) -> str:

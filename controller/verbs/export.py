@@ -2,30 +2,37 @@
 
 The inverse of desired.py + applying.py: each profile's config.yaml, .env, SOUL.md,
 profile.yaml (Bot Mode record), avatar and Bot Mode routines become a Bot; the root profile's
-Bot Mode policy, peers and other config become install-wide settings. Secrets never leave `.env`:
-secret-shaped keys become `from_env` references named after the key, and secret-shaped config
-leaves are left out with a warning. Read-only on the home. Called by `hermes-fleet export`.
+Bot Mode policy, peers and other config become install-wide settings. Credentials never leave the
+home: whatever the masking rule of controller/redact.py would hide (a credential key's value, an MCP
+server's env and headers, a credential in MCP args, a token-shaped text) becomes a `from_env`
+reference (or a `${NAME}` in config.yaml plus a bot `env` reference), and the variables to set are
+listed; what cannot be a reference (a URL's credentials, a token inside a title or a prompt) is
+written masked, with a warning. Read-only on the home, and only inside each profile: a link that
+leads out of it (a SOUL.md symlink, an avatar link) is skipped with a warning, as plan refuses it.
+Files are written without following a link (`_write_no_follow`). Called by `hermes-fleet export`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import re
-import shutil
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import configfile, cronstore, envfile, profilemeta
+from controller import redact
+from controller.adapters import configfile, cronstore, envfile, fsio, profilemeta
 from controller.adapters import inventory as inventory_file
-from controller.adapters.home import profile_dir, resolve_root
+from controller.adapters.home import check_inside, profile_dir, profile_fence, resolve_root
 from controller.core import jobs
 from controller.core.inventory import INSTALL_KEY, split_key
 from controller.engine import observing, records
-from controller.errors import ExitCode, UsageError
+from controller.errors import ContainmentError, ExitCode, HermesStateError, UsageError
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, defaults, naming, platforms
 from controller.manifests.desired import flatten, unflatten
 from controller.manifests.models.bots import BLOB_SILHOUETTES, GEOMETRIC_SHAPES
@@ -58,6 +65,12 @@ class Export:
     # Config keys a fleet of this home applied, per profile: kept even when they equal Hermes'
     # default (someone declared them); other default-valued keys are Hermes' and left out.
     declared: dict[str, frozenset[str]] = field(default_factory=dict)
+    variables: dict[str, str] = field(default_factory=dict)  # from_env name -> where the live value was
+
+    def needs(self, name: str, where: str) -> dict[str, str]:
+        """A `from_env` reference to `name`, listed among the variables to set before apply."""
+        self.variables.setdefault(name, where)
+        return {"from_env": name}
 
 
 def _declared_keys(root: Path) -> dict[str, frozenset[str]]:
@@ -143,8 +156,9 @@ def _all_bots(root: Path) -> list[str]:
 
 def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
     path = profile_dir(root, name)
+    inside = _Fence(root, name, out)
     bot: dict[str, Any] = {"name": name}
-    meta = profilemeta.ProfileMeta.load(path / "profile.yaml")
+    meta = _profile_meta(path / "profile.yaml", inside)
     record = meta.bot_record() or {}
     if record.get("title"):
         bot["title"] = record["title"]
@@ -153,34 +167,99 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
     if meta.display_name:
         bot["display_name"] = meta.display_name
     if name != DEFAULT_PROFILE:
-        bot.update(_bot_config(configfile.ConfigDoc.load(path / "config.yaml"), name, out, out.declared.get(name, frozenset())))
+        refs: dict[str, Any] = {}
+        if inside(path / "config.yaml"):
+            doc = configfile.ConfigDoc.load(path / "config.yaml")
+            bot.update(_bot_config(doc, name, out, out.declared.get(name, frozenset()), refs))
         root_env = out.install[1]
-        own_env = envfile.read_env(path / ".env")
-        env = _env_refs(own_env, skip={k for k, v in own_env.as_dict().items() if root_env.get(k) == v})
+        own_env = envfile.read_env(path / ".env") if inside(path / ".env") else envfile.EnvFile()
+        env = _env_refs(own_env, skip={k for k, v in own_env.as_dict().items() if root_env.get(k) == v}, where=name, out=out)
+        env.update(refs)
         if env:
             bot["env"] = env
     soul = path / "SOUL.md"
-    if soul.is_file():
-        out.souls[name] = soul.read_text(encoding="utf-8")
-    avatar = _avatar(path, record, name, out)
+    if soul.is_file() and inside(soul):
+        out.souls[name] = _masked_text(_read_soul(soul), f"{name}: SOUL.md", out)
+    avatar = _avatar(path, record, name, out, inside)
     if avatar:
         bot["avatar"] = avatar
     for key in ("hidden", "pinned"):
         if isinstance(record.get(key), bool):
             bot[key] = record[key]
     if record.get("sectionId") and record.get("sectionName"):
-        sid, sname = str(record["sectionId"]), str(record["sectionName"])
+        sid, sname = str(record["sectionId"]), _masked_text(str(record["sectionName"]), f"{name}: section", out)
         out.sections.setdefault(sid, {"name": sname, "id": sid})
         bot["section"] = out.sections[sid]["name"]
-    routines = _routines(path, name, out)
+    routines = _routines(path, name, out) if inside(path / "cron" / "jobs.json") else []
     if routines:
         bot["routines"] = routines
-    return bot
+    return _masked_everywhere(bot, name, out)
 
 
-def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export, keep: frozenset[str] = frozenset()) -> dict[str, Any]:
+class _Fence:
+    """Whether a file of a profile may be read: a link that leads out of the profile (a SOUL.md
+    symlink to ~/.ssh/id_rsa) is skipped with a warning, by the rule plan refuses it with."""
+
+    def __init__(self, root: Path, name: str, out: Export) -> None:
+        self.name, self.out = name, out
+        self.own, self.foreign = profile_fence(root, name)
+
+    def __call__(self, path: Path) -> bool:
+        if not path.is_symlink():
+            return True
+        try:
+            check_inside(path, self.own, self.foreign, owner=f"profile {self.name!r}")
+        except ContainmentError:
+            self.out.warnings.append(
+                f"{self.name}: {path.name} is a link out of the profile and was not read (plan refuses it too); "
+                "replace the link with a regular file"
+            )
+            return False
+        return True
+
+
+def _profile_meta(path: Path, inside: _Fence) -> profilemeta.ProfileMeta:
+    if inside(path):
+        return profilemeta.ProfileMeta.load(path)
+    return profilemeta.ProfileMeta(configfile.ConfigDoc.parse("", source=str(path), exists=False), path=path, text=None)
+
+
+MAX_SOUL_BYTES = 1024 * 1024  # a SOUL is a prompt: a megabyte is far more than any model reads
+
+
+def _read_soul(path: Path) -> str:
+    data = fsio.read_bounded(path, MAX_SOUL_BYTES)
+    if data is None:
+        raise HermesStateError(f"{path} is larger than {MAX_SOUL_BYTES} bytes", hint="shorten it or remove it")
+    return data.decode("utf-8", "replace")
+
+
+def _masked_text(text: str, where: str, out: Export) -> str:
+    shown = redact.mask_text(text)
+    if shown != text:
+        out.warnings.append(f"{where} holds a credential (a token or a URL's) and was written masked (***): fix it by hand")
+    return shown
+
+
+def _masked_everywhere(value: Any, where: str, out: Export) -> Any:
+    """Every text of an exported object with what the masking rule hides masked, and a warning:
+    the last line of defence for what has no reference form (a token in a title or a prompt)."""
+    if isinstance(value, str):
+        return _masked_text(value, where, out)
+    if isinstance(value, dict):
+        return {k: _masked_everywhere(v, f"{where}.{k}", out) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked_everywhere(v, where, out) for v in value]
+    return value
+
+
+def _bot_config(
+    doc: configfile.ConfigDoc, bot: str, out: Export, keep: frozenset[str] = frozenset(), refs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    refs = {} if refs is None else refs
     data = _not_inherited(defaults.without_defaults(doc.as_dict(), keep=keep), out.install[0])
     result: dict[str, Any] = {}
+    data = _secure_config(data, f"{bot}: config.yaml", out, refs)
     model = data.get("model")
     if isinstance(model, dict):
         pin = {k: model[k] for k in ("provider", "default", "base_url") if model.get(k)}
@@ -198,7 +277,7 @@ def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export, keep: frozense
             result["skills"] = picked
     if isinstance(data.get("mcp_servers"), dict) and data["mcp_servers"]:
         result["mcp_servers"] = {
-            k: _mcp(v, f"{bot}: mcp_servers.{k}", out) for k, v in data["mcp_servers"].items() if isinstance(v, dict)
+            k: _mcp(k, v, f"{bot}: mcp_servers.{k}", out, refs) for k, v in data["mcp_servers"].items() if isinstance(v, dict)
         }
     for key in ("tts", "checkpoints"):
         if isinstance(data.get(key), dict) and data[key]:
@@ -208,7 +287,6 @@ def _bot_config(doc: configfile.ConfigDoc, bot: str, out: Export, keep: frozense
         if rest:
             result.setdefault("config", {})["skills"] = rest  # other skills.* keys stay passthrough
     rest = {k: v for k, v in data.items() if k not in BOT_CONFIG_TYPED and k not in HERMES_OWNED_KEYS and k != "bot_peers"}
-    rest = _drop_secrets(rest, f"{bot}: config.yaml", out)
     if rest:
         result.setdefault("config", {}).update(rest)
     if "config" in result and "skills" in result["config"]:
@@ -237,24 +315,19 @@ def _toolsets(data: dict[str, Any], bot: str, out: Export) -> list[Any] | None:
     return None
 
 
-def _mcp(server: dict[str, Any], where: str, out: Export) -> dict[str, Any]:
+def _mcp(name: str, server: dict[str, Any], where: str, out: Export, refs: dict[str, Any]) -> dict[str, Any]:
+    """An MCP server: every env and header value a reference (the masking rule hides them all), a
+    credential in `args` a `${NAME}` that Hermes expands from the bot's `.env` (load_config expands
+    `${...}` in every string of config.yaml: docs/hermes/files.md#config-loading)."""
     server = dict(server)
     for block in ("env", "headers"):
         values = server.get(block)
         if isinstance(values, dict):
-            refs = {}
-            for key, value in values.items():
-                if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
-                    refs[key] = {"from_env": value[2:-1]}
-                elif naming.is_secret_key(key):
-                    refs[key] = {"from_env": _env_name(key)}
-                    out.warnings.append(
-                        f"{where}.{block}.{key}: a literal secret became "
-                        f"{{from_env: {_env_name(key)}}}; export that variable before apply"
-                    )
-                else:
-                    refs[key] = value
-            server[block] = refs
+            server[block] = {key: _mcp_value(name, block, str(key), value, where, out) for key, value in values.items()}
+    if isinstance(server.get("args"), list):
+        server["args"] = _mcp_args(name, server["args"], where, out, refs)
+    if isinstance(server.get("url"), str):
+        server["url"] = _masked_text(server["url"], f"{where}.url", out)
     allowed = {
         "command",
         "args",
@@ -274,42 +347,78 @@ def _mcp(server: dict[str, Any], where: str, out: Export) -> dict[str, Any]:
     return {k: v for k, v in server.items() if k in allowed}
 
 
+def _mcp_value(server: str, block: str, key: str, value: Any, where: str, out: Export) -> Any:
+    if value in (None, "") or isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.startswith("${") and value.endswith("}"):
+        return {"from_env": value[2:-1]}
+    var = _env_name(key if block == "env" else f"{server}_{key}")
+    return out.needs(var, f"{where}.{block}.{key}")
+
+
+def _mcp_args(server: str, args: list[Any], where: str, out: Export, refs: dict[str, Any]) -> list[Any]:
+    kept: list[Any] = []
+    flag = ""
+    for item, shown in zip(args, redact.mask_args(args), strict=True):
+        if shown == item or not isinstance(item, str):
+            kept.append(item)
+        elif isinstance(shown, redact.Withheld) or shown.endswith("=" + redact.MASK):
+            prefix, eq, _ = item.partition("=") if not isinstance(shown, redact.Withheld) else ("", "", "")
+            var = _env_name(f"{server}_ARG_{(prefix or flag).lstrip('-') or len(kept)}")
+            refs[var] = out.needs(var, f"{where}.args")
+            kept.append(f"{prefix}{eq}${{{var}}}")
+        else:
+            kept.append(_masked_text(item, f"{where}.args", out))
+        flag = item if isinstance(item, str) and item.startswith("-") else ""
+    return kept
+
+
 def _env_name(key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", key).upper()
 
 
-def _drop_secrets(data: dict[str, Any], where: str, out: Export, prefix: str = "") -> dict[str, Any]:
+def _secure_config(
+    data: dict[str, Any], where: str, out: Export, refs: dict[str, Any] | None, prefix: str = ""
+) -> dict[str, Any]:
+    """Config leaves the masking rule hides: a credential key's value becomes `${NAME}` plus a bot
+    `env` reference in `refs` (left out, with a warning, where there is no `env`: install-wide);
+    a URL's credential or a token inside another value is written masked, with a warning."""
     kept: dict[str, Any] = {}
     for key, value in data.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, dict):
-            inner = _drop_secrets(value, where, out, dotted + ".")
+        if isinstance(value, dict) and not dotted.startswith("mcp_servers."):
+            inner = _secure_config(value, where, out, refs, dotted + ".")
             if inner or not value:
                 kept[key] = inner
-        elif (
-            naming.is_secret_key(str(key)) and value not in (None, "") and not (isinstance(value, str) and value.startswith("${"))
-        ):
+        elif dotted.startswith("mcp_servers.") or redact.masked(value, dotted) == value:
+            kept[key] = value  # nothing to hide (MCP servers: `_mcp`)
+        elif not redact.is_credential_key(str(key)):
+            kept[key] = _masked_everywhere(value, f"{where}: {dotted}", out)
+        elif refs is None or not isinstance(value, str | int | float):
             out.warnings.append(f"{where}: {dotted} holds a secret and was left out (move it to .env)")
         else:
-            kept[key] = value
+            var = _env_name(dotted)
+            refs[var] = out.needs(var, f"{where}: {dotted}")
+            kept[key] = f"${{{var}}}"
     return kept
 
 
-def _env_refs(env: envfile.EnvFile, skip: set[str]) -> dict[str, Any]:
+def _env_refs(env: envfile.EnvFile, skip: set[str], *, where: str = "", out: Export | None = None) -> dict[str, Any]:
     refs: dict[str, Any] = {}
     for key in env.keys():  # noqa: SIM118 - EnvFile is not a dict
         if key in skip:
             continue
         value = env.get(key) or ""
-        refs[key] = {"from_env": key} if naming.is_secret_key(key) else value
+        secret = naming.is_secret_key(key) or redact.masked(value, key) != value
+        refs[key] = (out.needs(key, f"{where}: .env") if out else {"from_env": key}) if secret else value
     return refs
 
 
-def _avatar(path: Path, record: dict[str, Any], bot: str, out: Export) -> dict[str, Any] | None:
+def _avatar(path: Path, record: dict[str, Any], bot: str, out: Export, inside: Any = None) -> dict[str, Any] | None:
     if record.get("imageKind") == "photo":
         for ext in AVATAR_EXTENSIONS:
             image = path / "assets" / f"avatar.{ext}"
-            if image.is_file():
+            if image.is_file() and (inside is None or inside(image)):
                 out.avatars[bot] = image
                 return {"kind": "image", "image": f"avatars/{bot}.{ext}"}
     shape = record.get("shape")
@@ -427,7 +536,7 @@ def _export_install(root: Path, out: Export) -> None:
             rest[top] = {k: v for k, v in rest[top].items() if k != leaf}
             if not rest[top]:
                 del rest[top]
-    rest = _drop_secrets(rest, "root config.yaml", out)
+    rest = _secure_config(rest, "root config.yaml", out, None)
     if rest:
         out.policy["config"] = rest
     leftover = [k for k in env.keys() if k not in peer_keys]  # noqa: SIM118 - EnvFile is not a dict
@@ -509,11 +618,8 @@ def write_split(ex: Export, folder: Path, schema: Path | None = None) -> list[Pa
     folder.mkdir(parents=True, exist_ok=True)
 
     def put(rel: str, docs: list[dict[str, Any]]) -> None:
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = schema_line(schema, path.parent) + "---\n".join(_dump(d) for d in docs)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+        text = schema_line(schema, (folder / rel).parent) + "---\n".join(_dump(d) for d in docs)
+        written.append(_write_no_follow(folder, rel, text.encode("utf-8")))
 
     put(
         "fleet.yaml",
@@ -581,22 +687,75 @@ def write_split(ex: Export, folder: Path, schema: Path | None = None) -> list[Pa
         ]
         put(f"bots/{bot['name']}.yaml", docs)
     for name, text in ex.souls.items():
-        path = folder / "bots" / "souls" / f"{name}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    written += _copy_avatars(ex, folder / "bots")
+        written.append(_write_no_follow(folder, f"bots/souls/{name}.md", text.encode("utf-8")))
+    written += _copy_avatars(ex, folder, "bots/")
     return written
 
 
-def _copy_avatars(ex: Export, folder: Path) -> list[Path]:
+def _copy_avatars(ex: Export, folder: Path, under: str = "") -> list[Path]:
     written = []
     for bot, image in ex.avatars.items():
-        target = folder / "avatars" / f"{bot}{image.suffix}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(image, target)
-        written.append(target)
+        data = fsio.read_bounded(image, MAX_AVATAR_BYTES)
+        if data is None:
+            ex.warnings.append(f"{bot}: {image} is larger than {MAX_AVATAR_BYTES} bytes and was not exported")
+            continue
+        written.append(_write_no_follow(folder, f"{under}avatars/{bot}{image.suffix}", data))
     return written
+
+
+MAX_AVATAR_BYTES = 16 * 1024 * 1024
+
+
+def _write_no_follow(folder: Path, rel: str, data: bytes) -> Path:
+    """Write `folder/rel` without following a link: each folder below `folder` is opened with
+    O_NOFOLLOW (made when missing), the bytes go to a new temp file beside the target, which
+    then replaces the target's name; a target that is a link (a bots/alpha.yaml planted as a link
+    to ~/.bashrc) is refused, never written through."""
+    *dirs, name = rel.split("/")
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)  # the folder named on the command line itself
+    try:
+        for part in dirs:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o777, dir_fd=fd)
+            fd = _reopen(fd, part, folder / rel)
+        _replace_no_follow(fd, name, data, folder / rel)
+    finally:
+        os.close(fd)
+    return folder / rel
+
+
+def _reopen(fd: int, part: str, target: Path) -> int:
+    """The folder `part` inside `fd` (which is closed once it is open; left to the caller on an error)."""
+    try:
+        inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+    except OSError as exc:
+        raise _link_refused(target, f"{part!r} on its way is a link or not a folder") from exc
+    os.close(fd)
+    return inner
+
+
+def _replace_no_follow(fd: int, name: str, data: bytes, target: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+            raise _link_refused(target, "it is a link")
+    tmp = f".{name}.{os.getpid()}.tmp"
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
+    try:
+        with os.fdopen(out, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)  # replaces a name, never writes through one
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=fd)
+        raise
+
+
+def _link_refused(target: Path, why: str) -> ContainmentError:
+    return ContainmentError(
+        f"export refuses to write {target}: {why}; export never writes through a link",
+        path=str(target),
+        hint="remove the link (or export to an empty folder)",
+    )
 
 
 def default_fleet(root: Path) -> str:
@@ -643,7 +802,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     elif to_file:
         target = Path(to_file)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_single(ex, schema_line(schema, target.parent)), encoding="utf-8")
+        _write_no_follow(target.parent, target.name, render_single(ex, schema_line(schema, target.parent)).encode("utf-8"))
         _copy_avatars(ex, target.parent)
         print(f"wrote {target}", file=sys.stderr)
     else:
@@ -656,4 +815,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"hermes-fleet export: fleet {fleet!r}" + ("" if args.fleet else " (default; --fleet names it)"), file=sys.stderr)
     for warning in ex.warnings:
         print(f"hermes-fleet export: warning: {warning}", file=sys.stderr)
+    if ex.variables:
+        print(
+            f"hermes-fleet export: set these {len(ex.variables)} variable(s) before apply (the manifests read "
+            "them with from_env; their live values stay in the home):",
+            file=sys.stderr,
+        )
+        for variable, source in sorted(ex.variables.items()):
+            print(f"  {variable}  ({source})", file=sys.stderr)
     return ExitCode.OK

@@ -1,7 +1,7 @@
 """Reporting: turn validation results (and plans) into text, JSON, GitHub annotations or JUnit.
 
 Pure string building; the CLI writes the result to stdout. Secret values never reach this
-module: plans carry only "changed" markers or short hashes for secrets.
+module: plans carry `redact.SECRET` for them, and every value shown passes `redact.masked`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from controller.core.types import Plan
 from controller.diagnostics import Diagnostic, capped, omitted_line
 from controller.engine.applying import ApplyResult
 from controller.manifests.validating import ValidationResult
-from controller.redact import redact_text
+from controller.redact import Withheld, masked
 
 JSON_SCHEMA_VERSION = 1
 
@@ -252,30 +252,25 @@ _SIGIL = {
 _OP_SIGIL = {"add": "+", "change": "~", "remove": "-"}
 
 
-def shown(value: Any) -> Any:
-    """A plan value as outputs show it: any credential inside a URL masked (a live config.yaml may
-    hold one that no manifest put there; manifests cannot)."""
-    if isinstance(value, str):
-        return redact_text(value) if "://" in value else value
-    if isinstance(value, dict):
-        return {k: shown(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [shown(v) for v in value]
-    return value
+def shown(value: Any, where: str = "") -> Any:
+    """A plan value as outputs show it: credentials masked by the one rule (controller/redact.py;
+    a live file may hold one that no manifest put there; manifests cannot). `where`: the field."""
+    return masked(value, where)
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: Any, where: str = "") -> str:
+    value = shown(value, where)
+    if isinstance(value, Withheld):
+        return value  # (secret), (12 lines, sha256:...): known by its type, never by its text
     kind = type(value)
     if kind is str:
-        if value.startswith("(") and value.endswith(")"):
-            return value  # (secret), (12 lines, sha256:...)
-        if len(value) <= 118 and "://" not in value and not _JSON_ESCAPED.search(value):
-            return f'"{value}"'  # what json.dumps gives (ensure_ascii=False): nothing to escape or mask
+        if len(value) <= 118 and not _JSON_ESCAPED.search(value):
+            return f'"{value}"'  # what json.dumps gives (ensure_ascii=False): nothing to escape
     elif kind is bool or value is None:
         return _JSON_CONSTANTS[value]
     elif kind is int:
         return str(value)
-    text = json.dumps(shown(value), ensure_ascii=False, default=str)
+    text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -324,11 +319,11 @@ def plan_lines(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> 
         for f in change.fields:
             s = _OP_SIGIL[f.op]
             if f.op == "add":
-                body = f"{f.field} = {_fmt(f.new)}"
+                body = f"{f.field} = {_fmt(f.new, f.field)}"
             elif f.op == "remove":
-                body = f"{f.field} (was {_fmt(f.old)})"
+                body = f"{f.field} (was {_fmt(f.old, f.field)})"
             else:
-                body = f"{f.field}: {_fmt(f.old)} -> {_fmt(f.new)}"
+                body = f"{f.field}: {_fmt(f.old, f.field)} -> {_fmt(f.new, f.field)}"
             mark = p.yellow("  (drift: changed outside hermes-fleet)") if f.drift else ""
             mark += p.dim("  (install-wide)") if f.inherited else ""
             yield "    " + paint[s](s) + " " + body + mark
@@ -391,8 +386,8 @@ def plan_json(
                     {
                         "field": f.field,
                         "op": f.op.value,
-                        "old": shown(f.old),
-                        "new": shown(f.new),
+                        "old": shown(f.old, f.field),
+                        "new": shown(f.new, f.field),
                         "secret": f.secret,
                         "drift": f.drift,
                         "inherited": f.inherited,

@@ -3,7 +3,7 @@
 Three-way, like `kubectl apply`'s last-applied: a field is compared desired vs live; it is drift
 when the live value also differs from what this fleet last applied (core.drift). A field the
 manifests stop setting is removed (config/.env keys) or explicitly cleared (Bot Mode metadata)
-only if nobody changed it since we applied it. Secret values never enter a plan, only "(secret)".
+only if nobody changed it since we applied it. Secret values never enter a plan, only `redact.SECRET`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sys import intern
 from typing import Any
 
+from controller import redact
 from controller.core import drift
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key
 from controller.core.types import Action, FieldChange, Inputs, Kind, LiveProfile, ObjectChange, Observed, Op, Reason
@@ -198,15 +199,16 @@ def diff_fields(
 
 
 def shown(name: str, value: Any, secret: bool) -> Any:
-    """A value as a plan shows it: secrets masked, a SOUL summarised."""
+    """A value as a plan shows it: secrets withheld, credentials inside it masked (a live value may
+    hold one written by hand: controller/redact.py), a SOUL summarised."""
     if value is None:
         return None
     if secret:
-        return "(secret)"
+        return redact.SECRET
     if name == "soul":
         text = str(value)
-        return f"({len(text.splitlines())} lines, sha256:{hashlib.sha256(text.encode()).hexdigest()[:12]})"
-    return value
+        return redact.Withheld(f"({len(text.splitlines())} lines, sha256:{hashlib.sha256(text.encode()).hexdigest()[:12]})")
+    return redact.masked(value, name)
 
 
 # --- objects ------------------------------------------------------------------------------------
