@@ -308,7 +308,7 @@ class Reconciler:
         """Health check, metrics and notifications; never fails the pass (docs/watch.md, Notifications)."""
         if self.fleet is None:
             return
-        events = notifying.run_events(self.seen_run, run, self.fleet, str(self.root))
+        events = notifying.run_events(self.seen_run, run, self.fleet, str(self.root), self.metrics.host)
         self.seen_run = run
         if self.options.health and run.result not in ("source-error",):
             try:
@@ -316,7 +316,9 @@ class Reconciler:
             except (ControllerError, OSError) as exc:
                 self.log.event("health_error", message=str(exc))
             else:
-                events += notifying.health_events(self.seen_findings, checked.findings, self.fleet, str(self.root))
+                events += notifying.health_events(
+                    self.seen_findings, checked.findings, self.fleet, str(self.root), self.metrics.host
+                )
                 self.health = checked
                 self.seen_findings = checked.findings
                 self.metrics.observe_health(checked)

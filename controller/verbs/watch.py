@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from controller.adapters import fsio, webhooks
+from controller.adapters import fsio, outbox, webhooks
 from controller.adapters.home import resolve_root, state_dir
 from controller.adapters.sources import GitSource, LocalSource
 from controller.engine import watching
@@ -59,7 +59,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         reconciler = watching.Reconciler(root, source, options, log)
         if isinstance(source, GitSource):
             source.should_stop = reconciler.stop.is_set  # SIGTERM ends a running git command at once
-        reconciler.notifier = webhooks.Notifier(log.event)
+        # Events a killed or stopped watcher (or apply --notify) left undelivered go out again.
+        reconciler.notifier = webhooks.Notifier(log.event, outbox=outbox.Outbox(root, log.event))
         watching.resume(reconciler, watching.read_status(root))
         if args.once:
             try:
