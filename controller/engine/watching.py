@@ -340,8 +340,8 @@ class Reconciler:
         try:
             snap = self._snapshot()
         except SourceError as exc:
-            result = "interrupted" if self.stop.is_set() else "source-error" if exc.transient else "stalled"
-            return Run(now, trigger, result, message=str(exc))
+            failed = "interrupted" if self.stop.is_set() else "source-error" if exc.transient else "stalled"
+            return Run(now, trigger, failed, message=str(exc))
         if snap.revision == self.stalled_revision:
             return Run(now, trigger, "stalled", snap.revision, message="still waiting for the source to change")
         try:
