@@ -178,19 +178,22 @@ class GitSource:
             start_new_session=True,  # its own process group: the kill reaches git's helpers too
         )
         deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                out, err = proc.communicate(timeout=STOP_POLL)
-                break
-            except subprocess.TimeoutExpired:
-                stopping = self.should_stop()
-                if stopping or time.monotonic() >= deadline:
-                    _kill_group(proc)
-                    why = "stopped on request" if stopping else f"no answer within {self.timeout:g}s (killed)"
-                    raise SourceError(
-                        f"git {args[0]} {self.label} ({self.ref}): {why}",
-                        hint="check that the remote answers (or raise --git-timeout); the last good revision stays applied",
-                    ) from None
+        try:
+            while True:
+                try:
+                    out, err = proc.communicate(timeout=STOP_POLL)
+                    break
+                except subprocess.TimeoutExpired:
+                    stopping = self.should_stop()
+                    if stopping or time.monotonic() >= deadline:
+                        why = "stopped on request" if stopping else f"no answer within {self.timeout:g}s (killed)"
+                        raise SourceError(
+                            f"git {args[0]} {self.label} ({self.ref}): {why}",
+                            hint="check that the remote answers (or raise --git-timeout); the last good revision stays applied",
+                        ) from None
+        except BaseException:  # the deadline, a stop, Ctrl-C: git and its helpers go with us
+            _kill_group(proc)
+            raise
         if check and proc.returncode != 0:
             raise GitFailed(args, proc.returncode, err.decode(errors="replace"))
         return out.decode(errors="replace").strip()

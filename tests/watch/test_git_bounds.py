@@ -220,3 +220,30 @@ def test_a_link_inside_the_repository_is_followed(user: Path, remote: Remote, ho
 def test_git_timeout_must_be_positive(user: Path, home: Path) -> None:
     run = cli(user, "watch", "--once", "--git", "http://127.0.0.1:9/x.git", "--git-timeout", "0", "--home", home)
     assert run.returncode == 2 and "--git-timeout must be more than 0" in run.stderr, run.stdout + run.stderr
+
+
+def test_ctrl_c_during_a_git_command_takes_git_and_its_helpers_along(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception in the waiting loop (Ctrl-C lands there) kills the process group first."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    pids = tmp_path / "ssh.pid"
+    (folder / "ssh").write_text(f'#!/bin/sh\necho $$ > "{pids}"\nexec sleep 60\n')
+    (folder / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("GIT_SSH_COMMAND", raising=False)
+    started = time.monotonic()
+
+    def interrupt() -> bool:
+        if pids.exists() and time.monotonic() - started > 0.3:
+            raise KeyboardInterrupt
+        return False
+
+    source = GitSource(
+        "ssh://git@git.example.invalid/f.git", ref="main", path=".", cache_root=tmp_path / "c", should_stop=interrupt
+    )
+    with pytest.raises(KeyboardInterrupt):
+        source.snapshot()
+    assert time.monotonic() - started < 10
+    time.sleep(0.2)
+    ssh = Path(f"/proc/{int(pids.read_text())}")
+    assert not ssh.exists() or (ssh / "stat").read_text().split()[2] == "Z"
