@@ -306,6 +306,13 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--path", default=".", help="folder inside the repository holding the manifests")
     p.add_argument("--ssh-key", metavar="FILE", help="private key for an ssh:// remote (else your git credentials)")
     p.add_argument(
+        "--git-timeout",
+        type=duration,
+        default=60.0,
+        metavar="DURATION",
+        help="end a git command (fetch, checkout) that takes longer; the pass fails and is retried (default 60s)",
+    )
+    p.add_argument(
         "--allow-history-rewrite",
         action="store_true",
         help="accept a force-pushed ref (default: report it and keep the last good revision)",

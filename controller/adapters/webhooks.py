@@ -4,9 +4,16 @@
 receiver that fails or hangs delays nothing but its own later events, and never a reconcile.
 A delivery is retried on a transport error (refused, reset, timed out), a 5xx or a 429, with
 backoff (1 s, 2 s, 4 s, ... capped), up to `retries` more attempts; any other 4xx is final. Every
-attempt is bounded by the webhook's `timeout` (connect, send, and each wait for the answer).
+attempt is bounded by the webhook's `timeout` as a whole: each phase (connect, send, wait) has it,
+and a watchdog shuts the socket once the attempt as a whole has taken it (a receiver trickling
+bytes holds nothing). Only the status line and headers are read; the body never is.
 A full queue drops its oldest event (logged). `close(timeout)` lets the queues drain until the
 deadline, then gives up on what is left.
+
+With an outbox (adapters.outbox), every queued event is kept on disk until the receiver took it or
+refused it for good; what is left at exit is sent again by the next notifier on the home (at least
+once; each event carries an `id`). An event whose retries ran out is tried again before the next
+event of its webhook.
 
 Webhook URLs usually embed a token: they are secrets. They never appear in a log line, an error
 message or the status file: webhooks are named by their `name`, and any text that comes back
@@ -15,8 +22,10 @@ from httpx is scrubbed of the URL and its parts first.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -28,6 +37,8 @@ from controller import __version__
 
 if TYPE_CHECKING:  # httpx is imported on the first delivery: `plan` never pays for it
     import httpx
+
+    from controller.adapters.outbox import Outbox
 
 SEVERITY_MARK = {"error": ":red_circle:", "warning": ":warning:", "info": ":large_green_circle:"}
 
@@ -42,11 +53,13 @@ class Event:
     at: str = ""
     home: str = ""
     host: str = ""
+    id: str = ""  # unique per event: a receiver drops a repeat (delivery is at least once)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "schemaVersion": 1,
             "source": "hermes-fleet",
+            "id": self.id,
             "event": self.kind,
             "severity": self.severity,
             "fleet": self.fleet,
@@ -100,6 +113,7 @@ class Notifier:
         max_backoff: float = 60.0,
         queue_size: int = 100,
         transport: httpx.BaseTransport | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         self.log = log
         self.retries = retries
@@ -107,6 +121,8 @@ class Notifier:
         self.max_backoff = max_backoff
         self.queue_size = queue_size
         self.transport = transport
+        self.outbox = outbox
+        self._pending = outbox.pending() if outbox is not None else {}  # left by an earlier run, per webhook
         self.abort = threading.Event()
         self._workers: dict[Target, _Worker] = {}
         self._lock = threading.Lock()
@@ -123,14 +139,24 @@ class Notifier:
                 self._workers.pop(target).finish()
             for target in targets:
                 if target not in self._workers:
-                    self._workers[target] = _Worker(self, target)
+                    worker = self._workers[target] = _Worker(self, target)
+                    for earlier in self._pending.pop(target.name, []):
+                        self.log("notify_resend", webhook=target.name, kind=earlier.kind, at=earlier.at)
+                        worker.put(earlier)
 
     def post(self, event: Event) -> None:
         """Queue `event` for every webhook that wants it; returns at once."""
         with self._lock:
             workers = [w for t, w in self._workers.items() if t.wants(event.kind)]
         for worker in workers:
+            if self.outbox is not None:
+                self.outbox.add(worker.target.name, event)
             worker.put(event)
+
+    def settled(self, target: Target, event: Event) -> None:
+        """`event` needs no more delivery to `target` (taken, refused for good, or dropped)."""
+        if self.outbox is not None:
+            self.outbox.done(target.name, event.id)
 
     def close(self, timeout: float = 10.0) -> bool:
         """Deliver what is queued until `timeout`, then give up; True when everything was handled."""
@@ -147,10 +173,14 @@ class Notifier:
 
     # --- one delivery ---------------------------------------------------------------------------
 
-    def deliver(self, target: Target, event: Event) -> bool:
+    def deliver(self, target: Target, event: Event) -> str:
+        """One event to one webhook, with retries: `sent`, `final` (refused for good) or `kept`
+        (retries used up, or shutdown: it stays in the outbox)."""
         body = event.as_slack() if target.format == "slack" else event.as_json()
         data = json.dumps(body, default=str).encode()
         headers = {"Content-Type": "application/json", "User-Agent": f"hermes-fleet/{__version__}"}
+        if event.id:
+            headers["Idempotency-Key"] = event.id
         secrets = target.secrets()
         attempt = 0
         while True:
@@ -158,29 +188,44 @@ class Notifier:
             outcome, detail = self._attempt(target, data, headers, secrets)
             if outcome == "ok":
                 self.log("notify_sent", webhook=target.name, kind=event.kind, status=detail, attempts=attempt)
-                return True
-            if outcome == "final" or attempt > self.retries or self.abort.is_set():
+                return "sent"
+            if outcome == "final":
                 self.log("notify_failed", webhook=target.name, kind=event.kind, error=detail, attempts=attempt)
-                return False
+                return "final"
+            if attempt > self.retries or self.abort.is_set():
+                return self.kept(target, event, detail, attempt)
             delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
             self.log("notify_retry", webhook=target.name, kind=event.kind, error=detail, attempt=attempt, retry_in=delay)
             if self.abort.wait(delay):
-                self.log("notify_failed", webhook=target.name, kind=event.kind, error="given up at shutdown", attempts=attempt)
-                return False
+                return self.kept(target, event, "given up at shutdown", attempt)
+
+    def kept(self, target: Target, event: Event, error: str, attempts: int) -> str:
+        kept = "outbox" if self.outbox is not None else None
+        self.log("notify_failed", webhook=target.name, kind=event.kind, error=error, attempts=attempts, kept=kept)
+        return "kept"
 
     def _attempt(self, target: Target, data: bytes, headers: dict[str, str], secrets: tuple[str, ...]) -> tuple[str, str]:
         import httpx
 
+        watchdog = Deadline(target.timeout)
         try:
-            with httpx.Client(timeout=httpx.Timeout(target.timeout), transport=self.transport, follow_redirects=False) as client:
-                response = client.post(target.url, content=data, headers=headers)
+            with (
+                httpx.Client(timeout=httpx.Timeout(target.timeout), transport=self.transport, follow_redirects=False) as client,
+                client.stream(
+                    "POST", target.url, content=data, headers=headers, extensions={"trace": watchdog.trace}
+                ) as response,
+            ):
+                status = response.status_code  # the body is never read: a huge one costs nothing
         except httpx.TimeoutException:
             return "retry", f"no answer within {target.timeout:g}s"
         except httpx.TransportError as exc:
+            if watchdog.fired:
+                return "retry", f"no answer within {target.timeout:g}s"
             return "retry", scrub(f"{type(exc).__name__}: {exc}", secrets)
         except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
             return "final", scrub(f"invalid webhook URL ({type(exc).__name__})", secrets)
-        status = response.status_code
+        finally:
+            watchdog.cancel()
         if 200 <= status < 300:
             return "ok", str(status)
         if status >= 500 or status == 429:
@@ -188,15 +233,67 @@ class Notifier:
         return "final", f"HTTP {status}"
 
 
+class Deadline:
+    """An attempt's overall deadline, as an httpcore trace hook: once the connection is made, a timer
+    shuts its socket down when `seconds` since the start have passed, which ends any read or write
+    blocked on it (the per-phase timeouts restart with every byte a receiver trickles)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.ends = time.monotonic() + seconds
+        self.fired = False
+        self._sock: socket.socket | None = None
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+
+    def trace(self, name: str, info: dict[str, Any]) -> None:
+        if name != "connection.connect_tcp.complete":
+            return
+        raw = info.get("return_value")
+        sock = raw.get_extra_info("socket") if raw is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            self._sock = sock.dup()  # the same connection; still valid once TLS has wrapped the original
+            self._timer = threading.Timer(max(0.0, self.ends - time.monotonic()), self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._sock is not None:
+                self.fired = True
+                with contextlib.suppress(OSError):
+                    self._sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
+
+
 class _Worker:
     def __init__(self, notifier: Notifier, target: Target) -> None:
         self.notifier = notifier
         self.target = target
         self.queue: queue.Queue[Event | None] = queue.Queue(maxsize=notifier.queue_size)
+        self.waiting: set[str] = set()  # ids queued or in delivery: an event is never queued twice
+        self.parked: list[Event] = []  # retries used up: tried again before the next event
+        self.lock = threading.Lock()  # `waiting` and `parked` are shared with the poster's thread
         self.thread = threading.Thread(target=self.run, name=f"hermes-fleet-notify-{target.name}", daemon=True)
         self.thread.start()
 
     def put(self, event: Event) -> None:
+        with self.lock:
+            parked, self.parked = self.parked, []
+            fresh = [e for e in [*parked, event] if not (e.id and e.id in self.waiting)]
+            self.waiting.update(e.id for e in fresh)
+        for earlier in fresh:
+            self._enqueue(earlier)
+
+    def _enqueue(self, event: Event) -> None:
         while True:
             try:
                 self.queue.put_nowait(event)
@@ -207,6 +304,9 @@ class _Worker:
                 except queue.Empty:
                     continue
                 if dropped is not None:
+                    with self.lock:
+                        self.waiting.discard(dropped.id)
+                    self.notifier.settled(self.target, dropped)
                     self.notifier.log("notify_dropped", webhook=self.target.name, kind=dropped.kind, reason="queue full")
 
     def finish(self) -> None:
@@ -221,13 +321,15 @@ class _Worker:
             if event is None:
                 return
             if self.notifier.abort.is_set():
-                self.notifier.log(
-                    "notify_failed", webhook=self.target.name, kind=event.kind, error="given up at shutdown", attempts=0
-                )
+                self.notifier.kept(self.target, event, "given up at shutdown", 0)
                 continue
             try:
-                self.notifier.deliver(self.target, event)
+                outcome = self.notifier.deliver(self.target, event)
             except Exception as exc:  # a bug here must not kill the worker (and silence every later alert)
-                self.notifier.log(
-                    "notify_failed", webhook=self.target.name, kind=event.kind, error=type(exc).__name__, attempts=0
-                )
+                outcome = self.notifier.kept(self.target, event, type(exc).__name__, 0)
+            with self.lock:
+                self.waiting.discard(event.id)
+                if outcome == "kept":
+                    self.parked.append(event)
+            if outcome != "kept":
+                self.notifier.settled(self.target, event)

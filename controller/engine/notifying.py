@@ -10,6 +10,7 @@ like any secret reference, and handed only to adapters.webhooks.
 from __future__ import annotations
 
 import socket
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -42,7 +43,7 @@ def targets(state: DesiredState) -> tuple[list[webhooks.Target], list[str]]:
     return found, problems
 
 
-def event(kind: str, severity: str, fleet: str, summary: str, home: str, **details: Any) -> webhooks.Event:
+def event(kind: str, severity: str, fleet: str, summary: str, home: str, host: str, **details: Any) -> webhooks.Event:
     return webhooks.Event(
         kind=kind,
         severity=severity,
@@ -51,12 +52,19 @@ def event(kind: str, severity: str, fleet: str, summary: str, home: str, **detai
         details=details,
         at=datetime.now(UTC).isoformat(timespec="seconds"),
         home=home,
-        host=socket.gethostname(),
+        host=host,
+        id=uuid.uuid4().hex,
     )
 
 
-def run_events(previous: Any, run: Any, fleet: str, home: str) -> list[webhooks.Event]:
+def host_name(host: str | None) -> str:
+    """What the events (and the metrics) call this machine: `--host`, else its hostname."""
+    return host or socket.gethostname()
+
+
+def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None = None) -> list[webhooks.Event]:
     """Events of one reconcile pass (a watching.Run), given the one before it (or None)."""
+    where = host_name(host)
     prev_result = previous.result if previous is not None else None
     out: list[webhooks.Event] = []
     revision = {"revision": run.revision, "trigger": run.trigger}
@@ -68,6 +76,7 @@ def run_events(previous: Any, run: Any, fleet: str, home: str) -> list[webhooks.
                 fleet,
                 f"{len(run.drift)} object(s) differ from the manifests: {', '.join(run.drift[:10])}",
                 home,
+                where,
                 objects=list(run.drift),
                 **revision,
             )
@@ -80,6 +89,7 @@ def run_events(previous: Any, run: Any, fleet: str, home: str) -> list[webhooks.
                 fleet,
                 f"{run.result}: {run.message}",
                 home,
+                where,
                 result=run.result,
                 failed=run.failed,
                 **revision,
@@ -87,10 +97,19 @@ def run_events(previous: Any, run: Any, fleet: str, home: str) -> list[webhooks.
         )
     elif run.result == "stalled" and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
         if run.message != "still waiting for the source to change":
-            out.append(event("stalled", "error", fleet, run.message, home, **revision))
+            out.append(event("stalled", "error", fleet, run.message, home, where, **revision))
     elif run.result in ("applied", "in-sync") and prev_result in BAD:
         out.append(
-            event("recovered", "info", fleet, f"{run.result} again (was {prev_result})", home, previous=prev_result, **revision)
+            event(
+                "recovered",
+                "info",
+                fleet,
+                f"{run.result} again (was {prev_result})",
+                home,
+                where,
+                previous=prev_result,
+                **revision,
+            )
         )
     if getattr(run, "pruned", None):
         out.append(
@@ -100,6 +119,7 @@ def run_events(previous: Any, run: Any, fleet: str, home: str) -> list[webhooks.
                 fleet,
                 f"deleted {len(run.pruned)} object(s) gone from the manifests: {', '.join(run.pruned[:10])}",
                 home,
+                where,
                 objects=list(run.pruned),
                 **revision,
             )
@@ -108,29 +128,37 @@ def run_events(previous: Any, run: Any, fleet: str, home: str) -> list[webhooks.
 
 
 def health_events(
-    before: Sequence[health.Finding], after: Sequence[health.Finding], fleet: str, home: str
+    before: Sequence[health.Finding], after: Sequence[health.Finding], fleet: str, home: str, host: str | None = None
 ) -> list[webhooks.Event]:
     """A new finding is an event named by its code; a finding that cleared is `health-recovered`."""
+    where = host_name(host)
     appeared, cleared = health.transitions(before, after)
-    out = [event(f.code, f.severity, fleet, f"{f.subject}: {f.message}", home, object=f.subject) for f in appeared]
+    out = [event(f.code, f.severity, fleet, f"{f.subject}: {f.message}", home, where, object=f.subject) for f in appeared]
     out += [
-        event("health-recovered", "info", fleet, f"{f.subject}: {f.code} cleared", home, object=f.subject, code=f.code)
+        event("health-recovered", "info", fleet, f"{f.subject}: {f.code} cleared", home, where, object=f.subject, code=f.code)
         for f in cleared
     ]
     return out
 
 
 def apply_events(
-    fleet: str, home: str, *, failed: Sequence[str], pruned: Sequence[str], conflict: str = ""
+    fleet: str, home: str, *, failed: Sequence[str], pruned: Sequence[str], conflict: str = "", host: str | None = None
 ) -> list[webhooks.Event]:
     """`apply --notify`: a failure (or a refused conflict) and what a prune deleted."""
+    where = host_name(host)
     out = []
     if conflict:
-        out.append(event("apply-failed", "error", fleet, conflict, home, result="conflict"))
+        out.append(event("apply-failed", "error", fleet, conflict, home, where, result="conflict"))
     elif failed:
         out.append(
             event(
-                "apply-failed", "error", fleet, f"{len(failed)} object(s) failed: {'; '.join(failed[:5])}", home, result="partial"
+                "apply-failed",
+                "error",
+                fleet,
+                f"{len(failed)} object(s) failed: {'; '.join(failed[:5])}",
+                home,
+                where,
+                result="partial",
             )
         )
     if pruned:
@@ -141,6 +169,7 @@ def apply_events(
                 fleet,
                 f"deleted {len(pruned)} object(s): {', '.join(pruned[:10])}",
                 home,
+                where,
                 objects=list(pruned),
             )
         )

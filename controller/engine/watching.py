@@ -321,7 +321,7 @@ class Reconciler:
         """Health check, metrics and notifications; never fails the pass (docs/watch.md, Notifications)."""
         if self.fleet is None:
             return
-        events = notifying.run_events(self.seen_run, run, self.fleet, str(self.root))
+        events = notifying.run_events(self.seen_run, run, self.fleet, str(self.root), self.metrics.host)
         self.seen_run = run
         if self.options.health and run.result not in ("source-error",):
             try:
@@ -329,7 +329,9 @@ class Reconciler:
             except (ControllerError, OSError) as exc:
                 self.log.event("health_error", message=str(exc))
             else:
-                events += notifying.health_events(self.seen_findings, checked.findings, self.fleet, str(self.root))
+                events += notifying.health_events(
+                    self.seen_findings, checked.findings, self.fleet, str(self.root), self.metrics.host
+                )
                 self.health = checked
                 self.seen_findings = checked.findings
                 self.metrics.observe_health(checked)
@@ -351,7 +353,8 @@ class Reconciler:
         try:
             snap = self._snapshot()
         except SourceError as exc:
-            return Run(now, trigger, "source-error" if exc.transient else "stalled", message=str(exc))
+            failed = "interrupted" if self.stop.is_set() else "source-error" if exc.transient else "stalled"
+            return Run(now, trigger, failed, message=str(exc))
         if snap.revision == self.stalled_revision:
             return Run(now, trigger, "stalled", snap.revision, message="still waiting for the source to change")
         try:

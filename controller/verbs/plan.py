@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from controller.adapters.home import resolve_root
@@ -73,11 +74,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return code
 
 
-def notify(state: DesiredState, events: list[webhooks.Event]) -> None:
-    """`apply --notify`: post, and wait (bounded) for the deliveries; a failure to notify never fails the apply."""
+def notify(state: DesiredState, events: list[webhooks.Event], root: Path) -> None:
+    """`apply --notify`: post, and wait (bounded) for the deliveries; a failure to notify never fails the apply.
+    Events not delivered stay in the home's outbox; the next `apply --notify` or `watch` sends them."""
     if not events:
         return
-    from controller.adapters import webhooks
+    from controller.adapters import outbox, webhooks
     from controller.engine import notifying
 
     targets, problems = notifying.targets(state)
@@ -87,11 +89,12 @@ def notify(state: DesiredState, events: list[webhooks.Event]) -> None:
         return
 
     def log(name: str, **fields: object) -> None:
-        if name in ("notify_failed", "notify_dropped"):
+        if name in ("notify_failed", "notify_dropped", "notify_outbox_error"):
+            kept = "; kept, sent again by the next apply --notify or watch" if fields.get("kept") else ""
             print(f"hermes-fleet: warning: notification {fields.get('kind')} to webhook {fields.get('webhook')} "
-                  f"not delivered: {fields.get('error') or fields.get('reason')}", file=sys.stderr)  # fmt: skip
+                  f"not delivered: {fields.get('error') or fields.get('reason')}{kept}", file=sys.stderr)  # fmt: skip
 
-    notifier = webhooks.Notifier(log, retries=2)
+    notifier = webhooks.Notifier(log, retries=2, outbox=outbox.Outbox(root, log))
     notifier.configure(targets)
     for found in events:
         notifier.post(found)
@@ -143,7 +146,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
         if getattr(args, "notify", False):
             from controller.engine import notifying
 
-            notify(result.state, notifying.apply_events(result.state.fleet, str(root), failed=(), pruned=(), conflict=str(exc)))
+            events = notifying.apply_events(
+                result.state.fleet, str(root), failed=(), pruned=(), conflict=str(exc), host=getattr(args, "host", None)
+            )
+            notify(result.state, events, root)
         raise
     finally:
         progress.close()
@@ -153,7 +159,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
         failed = [f"{o.change.key}: {o.error}" for o in results.failed] + [f"{c.key}: {c.reason}" for c in plan.errors]
         pruned = [o.change.key for o in results.done if o.change.action is Action.DELETE]
-        notify(result.state, notifying.apply_events(plan.fleet, str(root), failed=failed, pruned=pruned))
+        events = notifying.apply_events(plan.fleet, str(root), failed=failed, pruned=pruned, host=getattr(args, "host", None))
+        notify(result.state, events, root)
     if text_mode:
         reporting.write(
             reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color), not_applied=len(plan.errors))

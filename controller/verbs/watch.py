@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from controller.adapters import fsio, webhooks
+from controller.adapters import fsio, outbox, webhooks
 from controller.adapters.home import resolve_root, state_dir
 from controller.adapters.sources import GitSource, LocalSource
 from controller.engine import watching
@@ -18,9 +18,19 @@ from controller.verbs.common import check_fleet, check_host
 MIN_TOKEN = 16
 
 
-def build_source(args: argparse.Namespace, root: Path) -> LocalSource | GitSource:
+def build_source(args: argparse.Namespace, root: Path, log: watching.Log | None = None) -> LocalSource | GitSource:
     if args.git:
-        return GitSource(args.git, ref=args.ref, path=args.path, cache_root=state_dir(root) / "git", ssh_key=args.ssh_key)
+        if not args.git_timeout > 0:
+            raise UsageError("--git-timeout must be more than 0 (a git command needs some time)")
+        return GitSource(
+            args.git,
+            ref=args.ref,
+            path=args.path,
+            cache_root=state_dir(root) / "git",
+            ssh_key=args.ssh_key,
+            timeout=args.git_timeout,
+            log=log.event if log else lambda _name, **_fields: None,
+        )
     if not args.files:
         raise UsageError("watch needs -f PATH or --git URL")
     return LocalSource(args.files, recursive=True)  # folders are read with their sub-folders, as in apply
@@ -43,11 +53,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
     )
     token = health_token(args)
     log = watching.Log(args.log_format)
-    source = build_source(args, root)
+    source = build_source(args, root, log)
     fsio.make_dirs(root, mode=0o700)  # a read-only parent: a clean error naming the path
     with watching.reconciler_lock(root):
         reconciler = watching.Reconciler(root, source, options, log)
-        reconciler.notifier = webhooks.Notifier(log.event)
+        if isinstance(source, GitSource):
+            source.should_stop = reconciler.stop.is_set  # SIGTERM ends a running git command at once
+        # Events a killed or stopped watcher (or apply --notify) left undelivered go out again.
+        reconciler.notifier = webhooks.Notifier(log.event, outbox=outbox.Outbox(root, log.event))
         watching.resume(reconciler, watching.read_status(root))
         if args.once:
             try:
