@@ -188,10 +188,13 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     with history.replay(target) as (result, snap):
         if result.errors or result.state is None:
             raise ManifestError(result.diagnostics)
+        if snap.host is None:  # else the entry names the slice to go back to
+            common.check_rehost(args, result.state)
         state = desired.for_host(result.state, reading.selected_host(args.host or snap.host, result.state))
+        snap.host = state.host  # the slice this run applies (--host may differ from the entry's)
         if text_mode:
             print(f"Rolling back fleet {fleet!r} to history entry {seq} ({target.get('at')}, {source_text(target)}).")
-        options = Options(prune=not args.no_prune, adopt=False, yes=args.yes, rooms=not args.no_rooms)
+        options = Options(prune=not args.no_prune, adopt=False, yes=args.yes, rooms=not args.no_rooms, rehost=args.rehost)
         gateway = common.gateway_options(args)
         planned = reconciling.plan_home(
             root, state, result.files, options=options, gateway=gateway, hermes_version=args.hermes_version
