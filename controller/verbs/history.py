@@ -145,6 +145,12 @@ def show_text(entry: dict[str, Any]) -> str:
         f"{c['deleted']} deleted, {c['failed']} failed",
         f"  options:   {' '.join(options) or '(none)'}" + (f"; host {host}" if host else ""),
     ]
+    confirmed = entry.get("confirmed")
+    if isinstance(confirmed, dict):
+        lines.append(
+            f"  confirmed: {confirmed.get('at')} by {confirmed.get('who')} ({confirmed.get('command')}): "
+            f"{confirmed.get('times')} later run(s) found these manifests applied and changed nothing"
+        )
     for kind, names in summary(entry).items():
         if names:
             lines.append(f"  {kind + ':':<10} {', '.join(names)}")
