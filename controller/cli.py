@@ -237,7 +237,11 @@ def setup_plan(p: argparse.ArgumentParser) -> None:
 def setup_apply(p: argparse.ArgumentParser) -> None:
     _add_converge_args(p)
     p.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
-    p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (bots are moved to a restorable backup)")
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete owned objects gone from the manifests (bots are moved to a restorable backup)",
+    )
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
     p.add_argument(

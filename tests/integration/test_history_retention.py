@@ -3,7 +3,7 @@ edits are retained by sequence, whatever the clock says. Real CLI runs on a temp
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from controller.adapters import fsio
-from tests.integration.conftest import home  # noqa: F401  (the fixture: an isolated HOME and Hermes root)
+from tests.integration.conftest import SECRET_OR
 from tests.integration.helpers import apply, hermes_fleet, profile, read_yaml, snapshot, write_fleet
 from tests.integration.test_history import fleet_a, fleet_b, history_files, history_json
 
@@ -29,6 +29,18 @@ spec:
   peers:
     - {name: hq, url: "https://hq.internal:8642", host: office, key: {from_env: HQ_KEY}}
 """
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Hermes root that does not exist yet, with HOME in a scratch folder (as tests/integration's)."""
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("OR_KEY", SECRET_OR)
+    return tmp_path / "hermes"
 
 
 @pytest.fixture
