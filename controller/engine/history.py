@@ -156,6 +156,7 @@ def record(
     """Append one entry; returns its number. A run that changed nothing, for the manifests the newest
     entry already converged to cleanly, confirms that entry instead (`confirm`): no-op applies (a
     cron'd apply) never push the rollback point out of the kept entries."""
+    keep = store.keep_limit(store.HISTORY_KEEP_ENV, store.HISTORY_KEEP)  # a bad value is refused on every run
     if not outcomes and not errors and (confirmed := confirm(root, fleet, snap, at=at)) is not None:
         return confirmed
     entry: dict[str, Any] = {
@@ -183,9 +184,7 @@ def record(
     }
     if replaced:
         entry["replaced"] = replaced
-    return store.append(
-        root, fleet, entry, keep=store.keep_limit(store.HISTORY_KEEP_ENV, store.HISTORY_KEEP), documents=snap.packed
-    )
+    return store.append(root, fleet, entry, keep=keep, documents=snap.packed)
 
 
 def confirm(root: Path, fleet: str, snap: Snapshot, *, at: str) -> int | None:

@@ -206,7 +206,9 @@ def cmd_rollback(args: argparse.Namespace) -> int:
             root, state, result.files, options=options, gateway=gateway, hermes_version=args.hermes_version
         )
         _unresolved(planned, seq)
-        deletions = planned.plan.by_action(Action.DELETE)
+        # A deletion the prune guard holds back is still one: rollback asks --yes for any of them.
+        guarded = [c for c in planned.plan.conflicts if c.code is Reason.PRUNE_GUARD]
+        deletions = [*planned.plan.by_action(Action.DELETE), *guarded]
         if args.dry_run and not (deletions and not args.yes):
             render_plan(planned, args, kind="dry-run")
             return plan_exit(planned.plan, False)
