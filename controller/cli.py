@@ -158,6 +158,14 @@ def _add_host_arg(p: argparse.ArgumentParser) -> None:
     _names(host, "host")
 
 
+def _add_rehost_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rehost",
+        action="store_true",
+        help="converge a home recorded as one host as another slice (--host NAME), on purpose",
+    )
+
+
 def add_global_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colour in text output")
@@ -203,6 +211,7 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
     _add_manifest_args(p)
     _add_home_arg(p)
     _add_host_arg(p)
+    _add_rehost_arg(p)
     _add_gateway_args(p)
     _add_hermes_version_arg(p)
     p.add_argument(
@@ -228,7 +237,11 @@ def setup_plan(p: argparse.ArgumentParser) -> None:
 def setup_apply(p: argparse.ArgumentParser) -> None:
     _add_converge_args(p)
     p.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
-    p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (backed up)")
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete owned objects gone from the manifests (bots are moved to a restorable backup)",
+    )
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
     p.add_argument(
@@ -398,6 +411,7 @@ def setup_rollback(p: argparse.ArgumentParser) -> None:
     _names(p.add_argument("--fleet", metavar="NAME", help="the fleet (default: the one fleet with a history)"), "fleet")
     host = p.add_argument("--host", metavar="NAME", help="apply this machine's slice (default: the slice the entry applied)")
     _names(host, "host")
+    _add_rehost_arg(p)
     _add_gateway_args(p)
     _add_hermes_version_arg(p)
     p.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")

@@ -3,11 +3,13 @@
 `<root>/.hermes-fleet/history/<fleet>/<seq>.json` (mode 0600, folder 0700): one entry per apply,
 each written whole with one atomic rename, so a kill mid-write leaves every earlier entry as it
 was (the write in progress is only a temp file the next apply sweeps). The newest `keep` entries
-stay (`HERMES_FLEET_HISTORY_KEEP`, default 50); older ones are removed after a new one lands.
+stay (`HERMES_FLEET_HISTORY_KEEP`, default 50); older ones are removed after a new one lands. An
+apply that changes nothing rewrites the newest entry (its `confirmed` record: `rewrite`) instead.
 
-`<root>/.hermes-fleet/replaced/<stamp>/<path in the home>` (files 0600, folders 0700): what a
+`<root>/.hermes-fleet/replaced/<seq>-<stamp>/<path in the home>` (files 0600, folders 0700): what a
 managed file held before an apply overwrote a hand edit in it; the newest
-`HERMES_FLEET_REPLACED_KEEP` runs' folders stay (default 20).
+`HERMES_FLEET_REPLACED_KEEP` runs' folders stay (default 20), newest by sequence number, not by
+clock (a clock set back would otherwise make a run delete the copy it had just made).
 
 This module decides nothing: what an entry says is `controller.engine.history`'s.
 """
@@ -34,7 +36,8 @@ REPLACED_KEEP_ENV = "HERMES_FLEET_REPLACED_KEEP"
 HISTORY_KEEP = 50
 REPLACED_KEEP = 20
 ENTRY = re.compile(r"^(\d{6,})\.json$")
-STAMP = re.compile(r"^\d{8}T\d{6}\d{6}Z$")
+STAMP = re.compile(r"^\d{8}T\d{6}\d{6}Z$")  # a run's folder before it had a sequence number
+RUN = re.compile(r"^(\d{6,})-(\d{8}T\d{6}\d{6}Z)$")  # <seq>-<stamp>: ordered by seq, whatever the clock
 GIT_TIMEOUT = 5.0
 
 
@@ -119,6 +122,13 @@ def append(root: Path, fleet: str, entry: dict[str, Any], *, keep: int, document
     for old in [*existing, seq][:-keep]:
         fsio.remove(entry_path(root, fleet, old))
     return seq
+
+
+def rewrite(root: Path, fleet: str, entry: dict[str, Any]) -> None:
+    """Replace kept entry `entry["seq"]` whole (one atomic rename, as `append` writes it)."""
+    seq = int(entry["seq"])
+    check_state_path(root, history_dir(root, fleet))
+    fsio.atomic_write_text(entry_path(root, fleet, seq), _dumps(entry) + "\n", mode=0o600)
 
 
 def read(root: Path, fleet: str, seq: int) -> dict[str, Any] | None:
@@ -225,10 +235,9 @@ def keep_replaced(root: Path, stamp: str, path: Path) -> Path | None:
     data = fsio.read_bounded(path)
     if data is None:
         return None
-    run_dir = replaced_dir(root) / stamp
-    target = run_dir / Path(path).relative_to(root)
     check_state_path(root, replaced_dir(root))
-    fresh = not run_dir.exists()
+    run_dir, fresh = _run_dir(root, stamp)
+    target = run_dir / Path(path).relative_to(root)
     folder = replaced_dir(root)
     for part in target.parent.relative_to(folder).parts:  # each level 0700 (mkdir -p gives parents 0777)
         folder = folder / part
@@ -239,13 +248,30 @@ def keep_replaced(root: Path, stamp: str, path: Path) -> Path | None:
     return target
 
 
+def _runs(root: Path) -> list[str]:
+    """The runs' folders, oldest first: by sequence number (a clock set back never reorders them),
+    after the folders named by their time alone (made before the sequence numbers)."""
+    try:
+        names = os.listdir(replaced_dir(root))
+    except OSError:
+        return []
+    legacy = sorted(n for n in names if STAMP.match(n))
+    return legacy + sorted((n for n in names if RUN.match(n)), key=lambda n: int(n.partition("-")[0]))
+
+
+def _run_dir(root: Path, stamp: str) -> tuple[Path, bool]:
+    """This run's folder (`<seq>-<stamp>`) and whether it is new: the next sequence number."""
+    runs = _runs(root)
+    for name in runs:
+        if (m := RUN.match(name)) and m.group(2) == stamp:
+            return replaced_dir(root) / name, False
+    seqs = [int(m.group(1)) for n in runs if (m := RUN.match(n))]
+    return replaced_dir(root) / f"{max(seqs, default=0) + 1:06d}-{stamp}", True
+
+
 def trim_replaced(root: Path, keep: int) -> None:
     folder = replaced_dir(root)
-    try:
-        stamps = sorted(n for n in os.listdir(folder) if STAMP.match(n))
-    except OSError:
-        return
-    for name in stamps[:-keep]:
+    for name in _runs(root)[:-keep]:
         old = folder / name
         if old.is_dir() and not old.is_symlink():
             with contextlib.suppress(FileNotFoundError), fsio.mapped("remove", old):

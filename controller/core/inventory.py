@@ -70,6 +70,9 @@ class Inventory:
     # manifests: until then it is left alone (a `--prune` run does not prune it again), then its
     # own and its routines' ownership come back with it (`reclaim`).
     restored: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # The machine this home was last converged as (`--host`; None: the whole fleet, or never
+    # recorded). A plan for another slice is refused until `--rehost` (engine/reconciling.py).
+    host: str | None = None
 
     def owns(self, key: str) -> bool:
         return key in self.objects
@@ -120,6 +123,7 @@ class Inventory:
             "history": self.history[-HISTORY_KEPT:],
             "objects": self.objects,
             **({"restored": self.restored} if self.restored else {}),
+            **({"host": self.host} if self.host else {}),
         }
 
     @classmethod
@@ -132,4 +136,5 @@ class Inventory:
             history=list(data.get("history") or []),
             exists=True,
             restored=restored if isinstance(restored := data.get("restored"), dict) else {},
+            host=host if isinstance(host := data.get("host"), str) and host else None,
         )

@@ -329,6 +329,7 @@ class Options:
     adopt: bool = False
     yes: bool = False
     rooms: bool = True  # False: --no-rooms, rooms are left out of the plan (and the gateway is not asked)
+    rehost: bool = False  # --rehost: converge a home recorded as one host as another slice
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,12 @@ def record(
     options: dict[str, bool],
     replaced: str | None,
 ) -> int:
-    """Append one entry; returns its number."""
+    """Append one entry; returns its number. A run that changed nothing, for the manifests the newest
+    entry already converged to cleanly, confirms that entry instead (`confirm`): no-op applies (a
+    cron'd apply) never push the rollback point out of the kept entries."""
+    keep = store.keep_limit(store.HISTORY_KEEP_ENV, store.HISTORY_KEEP)  # a bad value is refused on every run
+    if not outcomes and not errors and (confirmed := confirm(root, fleet, snap, at=at)) is not None:
+        return confirmed
     entry: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "fleet": fleet,
@@ -179,9 +184,35 @@ def record(
     }
     if replaced:
         entry["replaced"] = replaced
-    return store.append(
-        root, fleet, entry, keep=store.keep_limit(store.HISTORY_KEEP_ENV, store.HISTORY_KEEP), documents=snap.packed
-    )
+    return store.append(root, fleet, entry, keep=keep, documents=snap.packed)
+
+
+def confirm(root: Path, fleet: str, snap: Snapshot, *, at: str) -> int | None:
+    """Mark the newest entry as confirmed at `at` when it applied these manifests (same fingerprint
+    and host) cleanly; returns its number, or None when a new entry is needed."""
+    kept = store.sequence_numbers(root, fleet)
+    if not kept:
+        return None
+    try:
+        last = store.read(root, fleet, kept[-1])
+    except HermesStateError:
+        return None  # unreadable: a new entry, the others stay usable
+    desired = (last or {}).get("desired")
+    if last is None or last.get("exit") != 0 or not isinstance(desired, dict):
+        return None
+    if desired.get("fingerprint") != snap.fingerprint or desired.get("host") != snap.host:
+        return None
+    before = last.get("confirmed")
+    times = before.get("times") if isinstance(before, dict) else None
+    last["confirmed"] = {
+        "at": at,
+        "who": store.who(),
+        "command": snap.command,
+        "revision": snap.revision,
+        "times": (times if isinstance(times, int) and times > 0 else 0) + 1,
+    }
+    store.rewrite(root, fleet, last)
+    return int(kept[-1])
 
 
 # --- reading ----------------------------------------------------------------------------------

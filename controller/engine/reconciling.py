@@ -16,9 +16,10 @@ from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
 from controller.adapters import locking, parsecache, profiles
 from controller.core import planning
+from controller.core.inventory import Inventory
 from controller.core.types import Inputs, Options, Plan, RunResult
 from controller.engine import applying, history, observing, records
-from controller.errors import ConflictError
+from controller.errors import ConflictError, UsageError
 from controller.manifests.desired import DesiredState
 
 NO_OPTIONS = Options()
@@ -45,10 +46,31 @@ def plan_home(
     """Observe and plan; writes nothing (the gateway is only read)."""
     parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
     inventory = records.load(root, state.fleet)
+    check_slice(inventory, state, options)
     inventory.reclaim(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
     observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
     return Planned(root, state, inputs, planning.plan(inputs), files)
+
+
+def check_slice(inventory: Inventory, state: DesiredState, options: Options) -> None:
+    """Refuse (exit 2) a plan for another slice than the one this home was converged as: without it,
+    another machine's slice (or the whole fleet) would orphan this machine's bots and drop its peers."""
+    recorded = inventory.host
+    if recorded is None or recorded == state.host or options.rehost:
+        return
+    fix = f"pass --host {recorded}; to move this home to another slice on purpose, --host NAME --rehost"
+    if state.host is None:
+        raise UsageError(
+            f"this home was converged as host {recorded!r} of fleet {state.fleet!r}, but these manifests name no host "
+            "(the whole fleet would be planned here)",
+            hint="check -f; to converge this home as the whole fleet from now on, re-run with --rehost",
+        )
+    raise UsageError(
+        f"this home was converged as host {recorded!r} of fleet {state.fleet!r}, not {state.host!r} "
+        "(--host, or this machine's hostname when --host is not given)",
+        hint=fix,
+    )
 
 
 def conflict_error(planned: Planned) -> ConflictError:
@@ -177,4 +199,5 @@ def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult
         record["revision"] = revision
     inventory.last_apply = record
     inventory.history.append(record)
+    inventory.host = planned.state.host  # check_slice let it through: the same host, or --rehost
     records.save(root, inventory)  # always: the run itself is history, even when nothing changed

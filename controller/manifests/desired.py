@@ -125,6 +125,8 @@ class DesiredState:
     # Install fields (`config:<key>`, `env:<KEY>`) written to the root profile only, never into the
     # bots: the accepting side of a peer (its API server), set by for_host.
     root_only: frozenset[str] = frozenset()
+    # The machine this slice was cut for (for_host); None: the fleet names no host, the whole of it.
+    host: str | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -333,12 +335,13 @@ def state_digest(state: DesiredState) -> str:
     only: a change to another machine's bots, rooms or peers leaves it as it was. Avatar images are
     covered by their content (a path alone would miss an edited image); secret values never are.
     """
-    # Every field but the digest and the notifications (they change nothing in the home); fields
+    # Every field but the digest, the notifications (they change nothing in the home) and the host
+    # (the slice's content already says what lives there); fields
     # left empty are left out, so adding one keeps old digests.
     payload: dict[str, Any] = {
         name: value
         for name in state.__dataclass_fields__
-        if name not in ("digest", "notifications") and (value := getattr(state, name)) not in (None, (), frozenset())
+        if name not in ("digest", "notifications", "host") and (value := getattr(state, name)) not in (None, (), frozenset())
     }
     images = {name: _file_sha256(bot.avatar_image) for name, bot in sorted(state.bots.items()) if bot.avatar_image}
     if images:
@@ -439,5 +442,6 @@ def for_host(state: DesiredState, host: str | None) -> DesiredState:
         seats=seats,
         notifications=state.notifications,
         root_only=frozenset(root_only),
+        host=host,
     )
     return sliced  # its digest is its own: computed from the slice on first read

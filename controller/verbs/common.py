@@ -61,8 +61,15 @@ def load_valid(args: argparse.Namespace) -> ValidationResult:
     result = load(args)
     if result.errors or result.state is None:
         raise ManifestError(result.diagnostics)
+    check_rehost(args, result.state)
     result.state = desired.for_host(result.state, reading.selected_host(host, result.state))
     return result
+
+
+def check_rehost(args: argparse.Namespace, state: desired.DesiredState) -> None:
+    """--rehost moves a home to a slice named on purpose: never to this machine's hostname by default."""
+    if getattr(args, "rehost", False) and not getattr(args, "host", None) and desired.uses_hosts(state):
+        raise UsageError("--rehost needs --host NAME: the slice to converge this home as", hint="add --host NAME")
 
 
 def gateway_options(args: argparse.Namespace | None) -> GatewayOptions:
@@ -79,7 +86,7 @@ def gateway_options(args: argparse.Namespace | None) -> GatewayOptions:
 
 
 def options(args: argparse.Namespace, **overrides: bool) -> Options:
-    values = {name: bool(getattr(args, name, False)) for name in ("prune", "adopt", "yes")}
+    values = {name: bool(getattr(args, name, False)) for name in ("prune", "adopt", "yes", "rehost")}
     values["rooms"] = not getattr(args, "no_rooms", False)
     values.update(overrides)
     return Options(**values)

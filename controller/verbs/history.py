@@ -145,6 +145,12 @@ def show_text(entry: dict[str, Any]) -> str:
         f"{c['deleted']} deleted, {c['failed']} failed",
         f"  options:   {' '.join(options) or '(none)'}" + (f"; host {host}" if host else ""),
     ]
+    confirmed = entry.get("confirmed")
+    if isinstance(confirmed, dict):
+        lines.append(
+            f"  confirmed: {confirmed.get('at')} by {confirmed.get('who')} ({confirmed.get('command')}): "
+            f"{confirmed.get('times')} later run(s) found these manifests applied and changed nothing"
+        )
     for kind, names in summary(entry).items():
         if names:
             lines.append(f"  {kind + ':':<10} {', '.join(names)}")
@@ -188,16 +194,21 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     with history.replay(target) as (result, snap):
         if result.errors or result.state is None:
             raise ManifestError(result.diagnostics)
+        if snap.host is None:  # else the entry names the slice to go back to
+            common.check_rehost(args, result.state)
         state = desired.for_host(result.state, reading.selected_host(args.host or snap.host, result.state))
+        snap.host = state.host  # the slice this run applies (--host may differ from the entry's)
         if text_mode:
             print(f"Rolling back fleet {fleet!r} to history entry {seq} ({target.get('at')}, {source_text(target)}).")
-        options = Options(prune=not args.no_prune, adopt=False, yes=args.yes, rooms=not args.no_rooms)
+        options = Options(prune=not args.no_prune, adopt=False, yes=args.yes, rooms=not args.no_rooms, rehost=args.rehost)
         gateway = common.gateway_options(args)
         planned = reconciling.plan_home(
             root, state, result.files, options=options, gateway=gateway, hermes_version=args.hermes_version
         )
         _unresolved(planned, seq)
-        deletions = planned.plan.by_action(Action.DELETE)
+        # A deletion the prune guard holds back is still one: rollback asks --yes for any of them.
+        guarded = [c for c in planned.plan.conflicts if c.code is Reason.PRUNE_GUARD]
+        deletions = [*planned.plan.by_action(Action.DELETE), *guarded]
         if args.dry_run and not (deletions and not args.yes):
             render_plan(planned, args, kind="dry-run")
             return plan_exit(planned.plan, False)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from controller.core.insights import Insights
-from controller.core.types import Plan
+from controller.core.types import ObjectChange, Plan
 from controller.diagnostics import Diagnostic, capped, omitted_line
 from controller.engine.applying import ApplyResult
 from controller.manifests.validating import ValidationResult
@@ -452,9 +452,18 @@ _DONE = {
     "update": "updated",
     "adopt": "adopted",
     "rename": "renamed",
-    "delete": "deleted (backed up)",
+    "delete": "deleted",
     "release": "released",
 }
+# What a deletion keeps: a bot's profile goes to a restorable backup (`hermes-fleet restore`); a
+# routine's job and a room are gone (the apply history still holds the manifests that made them).
+_DELETED = {"bot": "deleted (backed up)", "room": "deleted (disbanded)"}
+
+
+def done_word(change: ObjectChange) -> str:
+    if change.action.value == "delete":
+        return _DELETED.get(str(change.kind), _DONE["delete"])
+    return _DONE[change.action.value]
 
 
 def apply_text(results: ApplyResult, *, color: bool, not_applied: int = 0) -> str:
@@ -468,7 +477,7 @@ def apply_text(results: ApplyResult, *, color: bool, not_applied: int = 0) -> st
         if o.ok:
             n = len(o.change.fields)
             detail = f" ({n} field(s))" if n and o.change.action.value != "delete" else ""
-            lines.append(p.green(f"{label}: {_DONE[o.change.action.value]}") + detail + sent)
+            lines.append(p.green(f"{label}: {done_word(o.change)}") + detail + sent)
         elif o.error.startswith("pending:"):  # nothing answered, or a seat waits: the next run tries again
             lines.append(p.yellow(f"{label}: {o.error}") + sent)
         else:

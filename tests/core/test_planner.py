@@ -353,9 +353,15 @@ CASES = [
     ),
     pytest.param(
         with_options(dataclasses.replace(BASELINE, state=state()), prune=True),
+        {"bot/alpha": (Action.CONFLICT, Reason.PRUNE_GUARD)},
+        {},
+        id="prune-of-a-fleets-only-bot-needs-yes",
+    ),
+    pytest.param(
+        with_options(dataclasses.replace(BASELINE, state=state()), prune=True, yes=True),
         {"bot/alpha": (Action.DELETE, Reason.PRUNED)},
         {},
-        id="prune-one-of-one-is-allowed",
+        id="prune-one-of-one-confirmed-with-yes",
     ),
     pytest.param(
         five_owned_one_kept(),
@@ -608,7 +614,8 @@ def test_planner_table(inputs: Inputs, expected: dict[str, tuple[Action, Reason]
 NO_FIELDS_TO_COMPARE = frozenset({
     "owned-profile-deleted-outside-is-recreated-as-drift", "create", "unmanaged-profile-is-a-conflict", "adopt",
     "profile-of-another-fleet", "unreadable-profile", "missing-secret", "tombstoned-profile",
-    "orphan-without-prune", "prune-one-of-one-is-allowed", "default-profile-is-released-never-deleted",
+    "orphan-without-prune", "prune-of-a-fleets-only-bot-needs-yes", "prune-one-of-one-confirmed-with-yes",
+    "default-profile-is-released-never-deleted",
     "orphan-already-gone",
 })  # fmt: skip
 FIELD_CASES = [case for case in CASES if case.id not in NO_FIELDS_TO_COMPARE]

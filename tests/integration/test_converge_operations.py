@@ -249,9 +249,17 @@ def test_install_wide_settings_land_in_the_root_config(home: Path, manifests: Pa
     assert envfile.read_env(profile(home, "bot") / ".env").get("HERMES_PEER_SPARK_KEY") == SECRET_PEER
     assert_converged(manifest, home)
 
-    # Dropping a policy key from the manifests removes it from the root config (untouched since).
+    # Dropping a policy key from the manifests: a plain apply leaves it in the root config (an
+    # install-wide object goes only with --prune), and says so in the plan's notes ...
     manifest = write_fleet(manifests, [{"name": "bot", "title": "Bot"}], config={"timezone": "Europe/Berlin"})
-    assert apply(manifest, home).code == 0
+    plain = apply(manifest, home)
+    assert plain.code == 0 and "stay in the root profile" in plain.out, plain.text
+    data = read_yaml(home / "config.yaml")
+    assert data["display"] == {"bell": True} and "spark" in data["bot_peers"]
+    assert "HERMES_PEER_SPARK_KEY" in (home / ".env").read_text()
+    assert_converged(manifest, home)
+    # ... --prune removes it from the root config (untouched since).
+    assert apply(manifest, home, "--prune").code == 0
     data = read_yaml(home / "config.yaml")
     assert "display" not in data and "bot_peers" not in data and "gateway" not in data
     assert data["unmanaged"] == "keep"

@@ -178,9 +178,11 @@ def test_existing_unmanaged_profile_needs_adopt(home: Path, manifests: Path) -> 
     data = read_yaml(theirs / "config.yaml")
     assert data["model"] == {"default": "m"} and data["agent"] == {"max_turns": 3}
     assert_converged(manifest, home)
-    # Adopted: prune may now back it up.
+    # Adopted: prune may now back it up (one of two bots: above the guard, so with --yes).
     manifest = write_fleet(manifests, [{"name": "other", "title": "O"}])
-    assert changes(manifest, home, "--prune")["bot/researcher"]["action"] == "delete"
+    assert changes(manifest, home, "--prune")["bot/researcher"]["reason_code"] == "prune-guard"
+    assert apply(manifest, home, "--prune", "--yes").code == 0
+    assert not theirs.exists()
 
 
 def test_two_fleets_never_touch_each_others_profiles(home: Path, manifests: Path) -> None:
@@ -199,7 +201,7 @@ def test_two_fleets_never_touch_each_others_profiles(home: Path, manifests: Path
     b = write_fleet(manifests / "b", [{"name": "b-only"}], fleet="team-b")
     assert apply(b, home, "--prune", "--yes").code == 0
     a = write_fleet(manifests / "a", [{"name": "a-only"}], fleet="team-a")
-    assert apply(a, home, "--prune").code == 0
+    assert apply(a, home, "--prune", "--yes").code == 0
     assert not profile(home, "shared").exists()
     assert profile(home, "b-only").is_dir() and profile(home, "a-only").is_dir()
     b2 = write_fleet(manifests / "b", [], fleet="team-b")

@@ -354,7 +354,8 @@ def test_manifests_outside_any_git_work_tree_start_no_git_process(
     assert (tmp_path / "linked" / ".git").is_file()
     assert apply(tmp_path / "linked" / "fleet" / "fleet.yaml", home).code == 0
     assert "rev-parse --show-toplevel" in log.read_text()
-    assert history_json(home)["entries"][-1]["source"]["revision"] == head
+    # The same manifests, applied with nothing to change: the newest entry is confirmed by this run.
+    assert history_json(home)["entries"][-1]["confirmed"]["revision"] == head
 
 
 def test_watch_records_only_runs_that_change_something_and_self_heal_keeps_hand_edits(home: Path, tmp_path: Path) -> None:

@@ -34,6 +34,16 @@ def plan(inputs: Inputs) -> Plan:
         digest=state.digest,
         changes=tuple(changes),
         prune=inputs.options.prune,
-        notes=tuple(notes.plan_notes(inputs) + tag_notes + room_notes + renames.notes(decisions, observed)),
+        notes=tuple(notes.plan_notes(inputs) + tag_notes + room_notes + renames.notes(decisions, observed) + _left(inputs)),
         hermes_extras=("mcp",) if mcp.declared(state) else (),
     )
+
+
+def _left(inputs: Inputs) -> list[str]:
+    left = bots.install_left(inputs)
+    if not left:
+        return []
+    return [
+        f"{len(left)} install-wide setting(s) no longer in the manifests stay in the root profile: {', '.join(left)} "
+        "(install-wide objects are removed only by `apply --prune`)"
+    ]

@@ -230,16 +230,35 @@ def plan_install(inputs: Inputs) -> ObjectChange:
     if taken:
         owners = ", ".join(f"{f} (fleet {obs.foreign_install[f]!r})" for f in taken)
         return install(Action.CONFLICT, Reason.FOREIGN_OWNER, f"install-wide keys owned by another fleet: {owners}")
+    fields = tuple(f for f in install_diff(inputs, desired) if f.op is not Op.REMOVE or inputs.options.prune)
+    return install(
+        Action.UPDATE if fields else Action.NOOP, Reason.INSTALL_SETTINGS, "install-wide settings (root profile)", fields
+    )
+
+
+def install_diff(inputs: Inputs, desired: Mapping[str, Any]) -> list[FieldChange]:
+    """The root profile's field changes, removals included (plan_install leaves those to --prune)."""
+    obs = inputs.observed
     applied = inputs.inventory.applied(INSTALL_KEY)
-    fields = tuple(diff_fields(desired, live, applied, obs.secret_keys.get("", frozenset()), inputs.inventory))
+    fields = diff_fields(desired, obs.live[DEFAULT_PROFILE], applied, obs.secret_keys.get("", frozenset()), inputs.inventory)
     # The `default` bot is the root profile: a key it declares is its own, never removed as install-wide.
     default = inputs.state.bots.get(DEFAULT_PROFILE)
     if default is not None and any(f.op is Op.REMOVE for f in fields):
         claimed = bot_desired(inputs.state, obs, default).fields
-        fields = tuple(f for f in fields if not (f.op is Op.REMOVE and f.field in claimed))
-    return install(
-        Action.UPDATE if fields else Action.NOOP, Reason.INSTALL_SETTINGS, "install-wide settings (root profile)", fields
-    )
+        fields = [f for f in fields if not (f.op is Op.REMOVE and f.field in claimed)]
+    return fields
+
+
+def install_left(inputs: Inputs) -> list[str]:
+    """Install-wide fields gone from the manifests that a plain apply leaves in the root profile:
+    install-wide objects (a policy key, another machine's peer) are removed only with --prune."""
+    obs = inputs.observed
+    live = obs.live.get(DEFAULT_PROFILE)
+    if inputs.options.prune or live is None or live.errors or "" in obs.secret_errors:
+        return []
+    if not inputs.inventory.applied(INSTALL_KEY):
+        return []
+    return [f.field for f in install_diff(inputs, install_fields(inputs.state, obs)) if f.op is Op.REMOVE]
 
 
 def owned_by(inputs: Inputs, name: str) -> bool:

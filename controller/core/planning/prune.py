@@ -10,18 +10,15 @@ PRUNE_GUARD_FRACTION = 0.25
 
 
 def guard(inputs: Inputs, changes: list[ObjectChange]) -> list[ObjectChange]:
-    """The changes, with every bot deletion turned into a conflict when the prune is too large."""
+    """The changes, with every bot deletion turned into a conflict when the prune is too large:
+    more than a quarter of the bots the fleet owns (so every bot of a fleet, even its only one,
+    always needs --yes; docs/cli.md#apply)."""
     deletes = [c for c in changes if c.action is Action.DELETE]
     owned = len(inputs.inventory.owned_bots())
-    if not deletes or inputs.options.yes:
+    if not deletes or inputs.options.yes or len(deletes) <= owned * PRUNE_GUARD_FRACTION:
         return changes
-    limit = max(1, int(owned * PRUNE_GUARD_FRACTION))
-    if len(deletes) <= limit and not (owned > 1 and len(deletes) == owned):
-        return changes
-    reason = (
-        f"prune would delete {len(deletes)} of {owned} bots (more than the {PRUNE_GUARD_FRACTION:.0%} guard); "
-        "re-run with --yes if that is intended"
-    )
+    share = "every bot of the fleet" if len(deletes) >= owned else f"more than the {PRUNE_GUARD_FRACTION:.0%} guard"
+    reason = f"prune would delete {len(deletes)} of {owned} bots ({share}); re-run with --yes if that is intended"
     return [
         dataclasses.replace(c, action=Action.CONFLICT, code=Reason.PRUNE_GUARD, reason=reason) if c.action is Action.DELETE else c
         for c in changes

@@ -56,7 +56,7 @@ def apply_object(
         desired = install_fields(inputs.state, obs)
         keep_hand_edits(root, root, change.fields, inputs, kept)
         write_fields(root, change.fields, desired, bot=None)
-        record(inventory, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated")
+        record(inventory, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated", install_left(inputs, change))
         return
     name = change.name
     if change.action is Action.RENAME:
@@ -165,9 +165,10 @@ def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
     """
     inventory = inputs.inventory
     obs = inputs.observed
+    left: dict[str, Any] = {}
     if change.kind is Kind.INSTALL and inventory.owns(INSTALL_KEY):
         desired = install_fields(inputs.state, obs)
-        key, secret_keys = INSTALL_KEY, obs.secret_keys.get("", frozenset())
+        key, secret_keys, left = INSTALL_KEY, obs.secret_keys.get("", frozenset()), install_left(inputs, change)
     elif (
         change.kind is Kind.BOT
         and change.name in inputs.state.bots
@@ -190,13 +191,30 @@ def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
         return
     else:
         return
-    if applied_record(desired, secret_keys, inventory) != inventory.applied(key):
-        record(inventory, key, desired, secret_keys, "updated")
+    if {**applied_record(desired, secret_keys, inventory), **left} != inventory.applied(key):
+        record(inventory, key, desired, secret_keys, "updated", left)
 
 
-def record(inventory: Inventory, key: str, desired: Mapping[str, Any], secret_keys: frozenset[str], verb: str) -> None:
+def install_left(inputs: Inputs, change: ObjectChange) -> dict[str, Any]:
+    """The install record's entries for fields gone from the manifests that this change leaves in
+    the root profile (no --prune): kept, so that a later `apply --prune` still removes them."""
+    if inputs.options.prune:
+        return {}
+    removed = {f.field for f in change.fields if f.op is Op.REMOVE}
+    desired = install_fields(inputs.state, inputs.observed)
+    return {n: v for n, v in inputs.inventory.applied(INSTALL_KEY).items() if n not in desired and n not in removed}
+
+
+def record(
+    inventory: Inventory,
+    key: str,
+    desired: Mapping[str, Any],
+    secret_keys: frozenset[str],
+    verb: str,
+    left: Mapping[str, Any] | None = None,
+) -> None:
     entry = inventory.objects.setdefault(key, {})
-    entry["applied"] = applied_record(desired, secret_keys, inventory)
+    entry["applied"] = {**applied_record(desired, secret_keys, inventory), **(left or {})}
     entry.setdefault(f"{verb}_at", inventory_file.now_iso())
     entry["updated_at"] = inventory_file.now_iso()
 
