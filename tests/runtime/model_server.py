@@ -200,9 +200,7 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type", "text") == "text"
-        )
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type", "text") == "text")
     return ""
 
 

@@ -180,16 +180,11 @@ def cron_run(runner: BotRunner, routine: Declared) -> Run:
     return run
 
 
-_runs: dict[str, Run] = {}
-
-
-@pytest.fixture(params=RUNNING, ids=[r.label for r in RUNNING])
+@pytest.fixture(scope="module", params=RUNNING, ids=[r.label for r in RUNNING])
 def fired(request: pytest.FixtureRequest, runner: BotRunner) -> tuple[Declared, Run]:
     """Each running routine fired once by `cron run` (shared by the tests of that routine)."""
     routine: Declared = request.param
-    if routine.label not in _runs:
-        _runs[routine.label] = cron_run(runner, routine)
-    return routine, _runs[routine.label]
+    return routine, cron_run(runner, routine)
 
 
 def test_the_example_has_routines_of_each_kind() -> None:
@@ -267,8 +262,11 @@ def test_nothing_left_the_machine(fired: tuple[Declared, Run]) -> None:
     assert run.outside == []
 
 
-# The notes `plan` gives examples/team on 0.19.0, each checked against 0.19.0's source (see the
-# report of issue 26 and docs/hermes/no-effect.md). A new note fails here until it is judged deserved.
+# The notes `plan` gives examples/team on 0.19.0, each deserved there (docs/hermes/no-effect.md):
+# 0.19.0 reads no loop guard, bot-mode protocol, group router or bot_peers key, and only
+# `description` of profile.yaml (hermes_cli/profiles.py:read_profile_meta); `bot-chat` has no
+# delivery target (cron/scheduler.py:_deliver_result, proven above); its venv has no `mcp`
+# (tools/mcp_tool.py:discover_mcp_tools starts nothing). A new note fails here until it is judged.
 _NO_PEERS = (
     "no effect on Hermes 0.19.0, which has no loop guard, bot-mode protocol, group router or peers (Hermes main's "
     "gateway and agent read them): agent.bot_mode_protocol, auxiliary.group_router.model, "
