@@ -217,6 +217,7 @@ def test_the_team_example_applies_on_both_machines(
         path.write_text(path.read_text().replace("https://spark.lan:8642", spark.api_url))
     for name, value in {
         "OPENROUTER_API_KEY": "sk-or-test",
+        "ANTHROPIC_API_KEY": "sk-ant-test",
         "GITHUB_MCP_AUTHORIZATION": "Bearer ghp-test",
         "CRM_API_TOKEN": "crm-test",
         "SPARK_PEER_KEY": KEY,
