@@ -211,6 +211,14 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
         help="leave rooms out: do not ask the gateway, plan and change no room (for a host without a gateway)",
     )
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    _add_view_args(p)
+
+
+def _add_view_args(p: argparse.ArgumentParser) -> None:
+    """How much of a plan text output shows (docs/cli.md#plan-views); -o json is always complete."""
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--detail", action="store_true", help="show every field of every object (the full diff)")
+    view.add_argument("-q", "--quiet", action="store_true", help="show the summary only (and what failed)")
 
 
 def setup_plan(p: argparse.ArgumentParser) -> None:
@@ -401,6 +409,7 @@ def setup_rollback(p: argparse.ArgumentParser) -> None:
         "--lock-timeout", type=duration, default=10.0, metavar="DURATION", help="wait this long for another apply (default 10s)"
     )
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    _add_view_args(p)
 
 
 COMPLETION_HELP = """Print the script that turns on tab completion for hermes-fleet (verbs, options, files, and

@@ -14,7 +14,7 @@ from controller.engine.reconciling import Planned
 from controller.errors import ConflictError, ExitCode, ManifestError, SecretUnavailable, UsageError
 from controller.manifests import desired, reading
 from controller.verbs import common, reporting
-from controller.verbs.plan import plan_exit, render_plan, report_kept
+from controller.verbs.plan import plan_exit, render_plan, report_kept, view
 
 
 def _fleet(args: argparse.Namespace) -> tuple[Any, str]:
@@ -214,7 +214,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         def show(again: Planned) -> None:
             _unresolved(again, seq)  # under the lock, right before the first write
             if text_mode:
-                render_plan(again, args)
+                render_plan(again, args, group=True)
 
         planned, results = reconciling.apply_once(
             root,
@@ -231,7 +231,12 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     plan = planned.plan
     if text_mode:
         reporting.write(
-            reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color), not_applied=len(plan.errors))
+            reporting.apply_text(
+                results,
+                color=reporting.use_color(sys.stdout, args.color),
+                not_applied=len(plan.errors),
+                view=view(plan, args, group=True),
+            )
         )
         if results.history_entry is not None:
             print(f"Recorded as history entry {results.history_entry}.")

@@ -41,15 +41,23 @@ def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
         gateway.release()
 
 
-def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan") -> None:
+def view(plan: Plan, args: argparse.Namespace, *, group: bool = False) -> str:
+    """How much of the plan a text report shows (-q, --detail, else by its size; docs/cli.md#plan-views)."""
+    return reporting.plan_view(plan, detail=getattr(args, "detail", False), quiet=getattr(args, "quiet", False), group=group)
+
+
+def render_plan(
+    planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan", group: bool = False
+) -> None:
     found = plan_insights.insights(planned.inputs, planned.plan)
     if args.output == "json":
         reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind, insights=found))
         common.wrote_report(args)
         return
     color = reporting.use_color(sys.stdout, args.color)
-    reporting.write_lines(reporting.plan_lines(planned.plan, home=str(planned.root), color=color))
-    reporting.write(reporting.insights_text(found, color=color))
+    shown = view(planned.plan, args, group=group)
+    reporting.write_lines(reporting.plan_lines(planned.plan, home=str(planned.root), color=color, view=shown))
+    reporting.write(reporting.insights_text(found, color=color, view=shown))
 
 
 def plan_exit(plan: Plan, detailed: bool) -> int:
@@ -119,7 +127,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     def show(planned: Planned) -> None:
         if text_mode:
-            render_plan(planned, args)
+            render_plan(planned, args, group=True)
 
     root = resolve_root(args.home)
     snapshot = history.snapshot(result, fleet_arg=args.fleet, host=reading.selected_host(args.host, result.state))
@@ -155,9 +163,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
         pruned = [o.change.key for o in results.done if o.change.action is Action.DELETE]
         notify(result.state, notifying.apply_events(plan.fleet, str(root), failed=failed, pruned=pruned))
     if text_mode:
-        reporting.write(
-            reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color), not_applied=len(plan.errors))
-        )
+        color = reporting.use_color(sys.stdout, args.color)
+        shown = view(plan, args, group=True)
+        reporting.write(reporting.apply_text(results, color=color, not_applied=len(plan.errors), view=shown))
     else:
         render_plan(planned, args, results=results, kind="apply")
     report_kept(results)

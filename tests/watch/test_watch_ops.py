@@ -285,7 +285,7 @@ def test_sigterm_mid_apply_leaves_a_consistent_home(spawn, manifests: Path, home
 
     finish = apply(fleet, home)
     assert finish.code == 0, finish.text
-    assert f"Apply complete: {BIG - len(created)} object(s) changed." in finish.out, finish.out[-500:]
+    assert f"Apply complete: {BIG - len(created)} object(s) changed" in finish.out, finish.out[-500:]
     assert_converged(fleet, home)
     assert all(title(home, f"bot{i:03d}") == f"Bot {i}" for i in range(BIG))
 
