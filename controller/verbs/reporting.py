@@ -351,7 +351,7 @@ def _capped(lines: list[str], limit: int | None, what: str, p: Palette, indent: 
         return lines
     if limit == 0:
         return []
-    return lines[:limit] + [p.dim(f"{indent}... and {len(lines) - limit:,} more {what} (--detail or -o json shows all)")]
+    return [*lines[:limit], p.dim(f"{indent}... and {len(lines) - limit:,} more {what} (--detail or -o json shows all)")]
 
 
 def _paint(p: Palette) -> dict[str, Any]:
