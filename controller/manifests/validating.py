@@ -269,12 +269,10 @@ def _drop(data: Any, loc: tuple[object, ...], *, object_item: bool = False) -> b
     nodes = [data]
     for part in loc:
         node = nodes[-1]
-        if isinstance(node, dict) and part in node:
-            nodes.append(node[part])
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            nodes.append(node[part])
-        else:
+        present = part in node if isinstance(node, dict) else isinstance(part, int) and 0 <= part < len(node)
+        if not isinstance(node, dict | list) or not present:
             break
+        nodes.append(node[part])  # type: ignore[call-overload]
     for depth in range(min(len(loc), len(nodes) - 1) - 1, -1, -1):
         parent, part = nodes[depth], loc[depth]
         if isinstance(parent, dict) and depth > 0:  # never an envelope key (apiVersion, kind, metadata, spec)
