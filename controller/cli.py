@@ -231,6 +231,7 @@ def setup_plan(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
     p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
+    p.add_argument("--out", metavar="FILE", help="also save the plan, with what it was made against, for `apply --plan FILE`")
 
 
 def setup_apply(p: argparse.ArgumentParser) -> None:
@@ -239,6 +240,11 @@ def setup_apply(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (backed up)")
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
+    p.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="apply exactly this saved plan (plan --out); refused (exit 3) when the manifests or the home changed since",
+    )
     p.add_argument(
         "--notify",
         action="store_true",

@@ -12,7 +12,7 @@ from controller.core.types import Action, ObjectChange, Plan
 from controller.engine import history, reconciling
 from controller.engine.applying import ApplyResult
 from controller.engine.reconciling import Planned
-from controller.errors import ConflictError, ExitCode
+from controller.errors import ConflictError, ExitCode, UsageError
 from controller.manifests import reading
 from controller.manifests.desired import DesiredState
 from controller.verbs import common, reporting
@@ -70,6 +70,11 @@ def plan_exit(plan: Plan, detailed: bool) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     planned = make_plan(args, yes=False)
+    if getattr(args, "out", None):
+        from controller.verbs import saved_plan
+
+        host = reading.selected_host(getattr(args, "host", None), planned.state)
+        saved_plan.save(args.out, planned, host=host, options=common.options(args, yes=False), hermes_version=args.hermes_version)
     render_plan(planned, args)
     code = plan_exit(planned.plan, args.detailed_exitcode)
     if getattr(args, "deny_widening", False) and code in (ExitCode.OK, ExitCode.CHANGES):
@@ -117,6 +122,11 @@ def report_kept(results: ApplyResult) -> None:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    if getattr(args, "plan", None) and (args.dry_run or args.prune or args.adopt or args.no_rooms):
+        raise UsageError(
+            "apply --plan takes its options from the saved plan",
+            hint="leave out --dry-run, --prune, --adopt and --no-rooms (plan --out records them)",
+        )
     if args.dry_run:
         planned = make_plan(args)
         render_plan(planned, args, kind="dry-run")
@@ -124,12 +134,24 @@ def cmd_apply(args: argparse.Namespace) -> int:
     result = common.load_valid(args)  # invalid manifests stop here, before the lock or any write
     assert result.state is not None
     text_mode = args.output != "json"
+    root = resolve_root(args.home)
+    options = common.options(args)
+    saved = None
+    if getattr(args, "plan", None):
+        from controller.verbs import saved_plan
+
+        saved = saved_plan.load(args.plan)
+        host = reading.selected_host(args.host, result.state)
+        saved_plan.check_inputs(saved, args.plan, digest=result.state.digest, home=root, host=host)
+        options = saved_plan.options_of(saved, yes=args.yes)
+        args.hermes_version = args.hermes_version or saved.get("hermes_version")
 
     def show(planned: Planned) -> None:
+        if saved is not None:  # under the lock, right before the first write
+            saved_plan.check_home(saved, args.plan, planned)
         if text_mode:
             render_plan(planned, args, group=True)
 
-    root = resolve_root(args.home)
     snapshot = history.snapshot(result, fleet_arg=args.fleet, host=reading.selected_host(args.host, result.state))
     result.loaded = []  # the snapshot holds the documents now, as text (memory)
     progress = ProgressLine(enabled=None if text_mode else False)
@@ -138,7 +160,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             root,
             result.state,
             result.files,
-            options=common.options(args),
+            options=options,
             lock_timeout=args.lock_timeout,
             before_apply=show,
             on_conflict=lambda p: render_plan(p, args, kind="apply"),
