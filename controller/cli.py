@@ -212,6 +212,27 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
     _add_view_args(p)
+    _add_selector_args(p)
+
+
+def _add_selector_args(p: argparse.ArgumentParser) -> None:
+    """--bot and -l: only these bots' objects (docs/cli.md#selectors)."""
+    bot = p.add_argument(
+        "--bot",
+        action="append",
+        dest="bots",
+        metavar="NAME",
+        help="only this bot and its routines (repeatable); install-wide settings and rooms are left out",
+    )
+    _names(bot, "bot")
+    p.add_argument(
+        "-l",
+        "--selector",
+        action="append",
+        dest="labels",
+        metavar="KEY=VALUE",
+        help="only bots with these labels (repeatable, or key=value,key2=value2: all must match)",
+    )
 
 
 def _add_view_args(p: argparse.ArgumentParser) -> None:

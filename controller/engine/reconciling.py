@@ -16,6 +16,7 @@ from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
 from controller.adapters import locking, parsecache, profiles
 from controller.core import planning
+from controller.core.selection import Selection, select
 from controller.core.types import Inputs, Options, Plan, RunResult
 from controller.engine import applying, history, observing, records
 from controller.errors import ConflictError
@@ -31,6 +32,7 @@ class Planned:
     inputs: Inputs
     plan: Plan
     files: list[str]
+    selection: str = ""  # the selectors this plan was narrowed by (--bot, -l), as given
 
 
 def plan_home(
@@ -41,14 +43,17 @@ def plan_home(
     options: Options = NO_OPTIONS,
     gateway: gw.GatewayOptions | None = None,
     hermes_version: str | None = None,
+    selection: Selection | None = None,
 ) -> Planned:
-    """Observe and plan; writes nothing (the gateway is only read)."""
+    """Observe and plan; writes nothing (the gateway is only read). A `selection` keeps only its
+    bots' objects (core/selection.py)."""
     parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
     inventory = records.load(root, state.fleet)
     inventory.reclaim(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
     observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
-    return Planned(root, state, inputs, planning.plan(inputs), files)
+    chosen = selection or Selection()
+    return Planned(root, state, inputs, select(planning.plan(inputs), state, chosen), files, chosen.describe())
 
 
 def conflict_error(planned: Planned) -> ConflictError:
@@ -74,6 +79,7 @@ def apply_once(
     hermes_version: str | None = None,
     snapshot: history.Snapshot | None = None,
     on_progress: applying.ProgressFn | None = None,
+    selection: Selection | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written.
 
@@ -96,6 +102,7 @@ def apply_once(
             hermes_version,
             snapshot,
             on_progress,
+            selection,
         )
     finally:
         if gateway is not None:
@@ -116,11 +123,12 @@ def _apply_once(
     hermes_version: str | None,
     snapshot: history.Snapshot | None,
     on_progress: applying.ProgressFn | None,
+    selection: Selection | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
     parsecache.start_run()
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
-    early = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version)
+    early = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection)
     if early.plan.conflicts:
         if on_conflict:
             on_conflict(early)
@@ -131,7 +139,9 @@ def _apply_once(
         # Under the lock no other hermes-fleet run writes here: a temp file or staging folder of a
         # dead process is debris of a killed run (docs/reliability.md#leftovers-of-a-killed-run).
         swept = profiles.sweep_leftovers(root, set(state.bots) | owned)
-        planned = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version)
+        planned = plan_home(
+            root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection
+        )
         if planned.plan.conflicts:
             if on_conflict:
                 on_conflict(planned)
@@ -175,6 +185,8 @@ def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult
     }
     if revision:
         record["revision"] = revision
+    if planned.selection:
+        record["selection"] = planned.selection
     inventory.last_apply = record
     inventory.history.append(record)
     records.save(root, inventory)  # always: the run itself is history, even when nothing changed

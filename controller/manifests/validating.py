@@ -1397,6 +1397,7 @@ def _desired_bot(
         create_empty=bool(bot.create_empty),
         host=bot.host,
         renamed_from=bot.renamed_from,
+        labels=dict(bot.labels or {}),
     )
 
 

@@ -36,6 +36,7 @@ def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
             options=common.options(args, **overrides),
             gateway=gateway,
             hermes_version=getattr(args, "hermes_version", None),
+            selection=common.selection(args),
         )
     finally:
         gateway.release()
@@ -142,7 +143,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
         saved = saved_plan.load(args.plan)
         host = reading.selected_host(args.host, result.state)
-        saved_plan.check_inputs(saved, args.plan, digest=result.state.digest, home=root, host=host)
+        saved_plan.check_inputs(
+            saved, args.plan, digest=result.state.digest, home=root, host=host, selection=common.selection(args).describe()
+        )
         options = saved_plan.options_of(saved, yes=args.yes)
         args.hermes_version = args.hermes_version or saved.get("hermes_version")
 
@@ -168,6 +171,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             hermes_version=args.hermes_version,
             snapshot=snapshot,
             on_progress=progress,
+            selection=common.selection(args),
         )
     except ConflictError as exc:
         if getattr(args, "notify", False):

@@ -43,6 +43,7 @@ def save(path: str, planned: Planned, *, host: str | None, options: Options, her
         "host": host,
         "hermes_version": hermes_version,
         "options": {"prune": options.prune, "adopt": options.adopt, "rooms": options.rooms},
+        "selection": planned.selection,
         "observed": {"digest": fingerprint.digest(files), "files": files},
         "objects": objects(planned),
     }
@@ -74,7 +75,7 @@ def options_of(saved: dict[str, Any], *, yes: bool) -> Options:
     )
 
 
-def check_inputs(saved: dict[str, Any], path: str, *, digest: str, home: Path, host: str | None) -> None:
+def check_inputs(saved: dict[str, Any], path: str, *, digest: str, home: Path, host: str | None, selection: str) -> None:
     """Refuse (exit 3) before anything is read from the home when the manifests, home or host differ."""
     changed = []
     if saved["digest"] != digest:
@@ -83,6 +84,8 @@ def check_inputs(saved: dict[str, Any], path: str, *, digest: str, home: Path, h
         changed.append(f"it was made for the home {saved['home']}, not {home}")
     if saved.get("host") != host:
         changed.append(f"it was made for host {saved.get('host')!r}, not {host!r}")
+    if saved.get("selection", "") != selection:
+        changed.append(f"it was made with the selection {saved.get('selection') or '(none)'!r}, not {selection or '(none)'!r}")
     if changed:
         raise refusal(path, changed)
 
