@@ -24,6 +24,7 @@ from controller.adapters import (
     hermes_install,
     home,
     honcho,
+    wrappers,
     profilemeta,
     profiles,
     runtime,
@@ -144,6 +145,7 @@ def observe_renames(root: Path, state: DesiredState, live: Mapping[str, LiveProf
             target_marker=str(marker["profile"]) if marker and marker.get("fleet") == state.fleet else None,
             gateway_running=running,
             honcho=honcho.has_host(root, old, name if live[name].exists else old),
+            alias=wrappers.has_wrapper(old),
         )
     return out
 
