@@ -24,12 +24,12 @@ from controller.adapters import (
     hermes_install,
     home,
     honcho,
-    wrappers,
     profilemeta,
     profiles,
     runtime,
     sessions,
     sharing,
+    wrappers,
 )
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
