@@ -123,6 +123,8 @@ def summary(entry: dict[str, Any]) -> dict[str, list[str]]:
                     ]
         elif kind in ("Bot", "Room", "Section", "Peer") and name:
             out[kind.lower() + "s"].append(str(name))
+            if kind == "Bot":  # a Bot document's own routines (the layout `init` writes)
+                out["routines"] += [f"{name}/{r.get('name')}" for r in spec.get("routines") or [] if isinstance(r, dict)]
         elif kind == "Routine" and name:
             out["routines"].append(f"{spec.get('bot')}/{name}")
     return {k: sorted(v) for k, v in out.items()}
