@@ -220,6 +220,35 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
         help="leave rooms out: do not ask the gateway, plan and change no room (for a host without a gateway)",
     )
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    _add_view_args(p)
+    _add_selector_args(p)
+
+
+def _add_selector_args(p: argparse.ArgumentParser) -> None:
+    """--bot and -l: only these bots' objects (docs/cli.md#selectors)."""
+    bot = p.add_argument(
+        "--bot",
+        action="append",
+        dest="bots",
+        metavar="NAME",
+        help="only this bot and its routines (repeatable); install-wide settings and rooms are left out",
+    )
+    _names(bot, "bot")
+    p.add_argument(
+        "-l",
+        "--selector",
+        action="append",
+        dest="labels",
+        metavar="KEY=VALUE",
+        help="only bots with these labels (repeatable, or key=value,key2=value2: all must match)",
+    )
+
+
+def _add_view_args(p: argparse.ArgumentParser) -> None:
+    """How much of a plan text output shows (docs/cli.md#plan-views); -o json is always complete."""
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--detail", action="store_true", help="show every field of every object (the full diff)")
+    view.add_argument("-q", "--quiet", action="store_true", help="show the summary only (and what failed)")
 
 
 def setup_plan(p: argparse.ArgumentParser) -> None:
@@ -232,6 +261,7 @@ def setup_plan(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
     p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
+    p.add_argument("--out", metavar="FILE", help="also save the plan, with what it was made against, for `apply --plan FILE`")
 
 
 def setup_apply(p: argparse.ArgumentParser) -> None:
@@ -244,6 +274,11 @@ def setup_apply(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--yes", action="store_true", help="allow a prune above the guard fraction")
     p.add_argument("--adopt", action="store_true", help="take over same-named objects this fleet does not own")
+    p.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="apply exactly this saved plan (plan --out); refused (exit 3) when the manifests or the home changed since",
+    )
     p.add_argument(
         "--notify",
         action="store_true",
@@ -422,6 +457,7 @@ def setup_rollback(p: argparse.ArgumentParser) -> None:
         "--lock-timeout", type=duration, default=10.0, metavar="DURATION", help="wait this long for another apply (default 10s)"
     )
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    _add_view_args(p)
 
 
 COMPLETION_HELP = """Print the script that turns on tab completion for hermes-fleet (verbs, options, files, and

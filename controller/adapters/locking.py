@@ -82,3 +82,26 @@ def _holder(path: Path) -> str:
         return f"pid {data.get('pid')}, {data.get('purpose')}"
     except (OSError, ValueError, AttributeError):
         return "holder unknown"
+
+
+PROC_LOCKS = Path("/proc/locks")
+PROC_LOCKS_LIMIT = 4 * 1024 * 1024
+
+
+def is_held(path: Path) -> bool | None:
+    """Whether some process holds a flock on `path`, read from Linux's /proc/locks without taking
+    the lock (a momentary probe would make a starting reconciler exit); None when that cannot be
+    told (no /proc/locks). A missing file is not held."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    try:
+        with open(PROC_LOCKS, "rb") as handle:
+            text = handle.read(PROC_LOCKS_LIMIT).decode("ascii", errors="replace")
+    except OSError:
+        return None
+    return any(len(f) > 5 and f[1] == "FLOCK" and f[5] == device for f in (line.split() for line in text.splitlines()))

@@ -292,6 +292,7 @@ class RenameSeen:
     target_marker: str | None = None
     gateway_running: str = ""  # non-empty: why a gateway is taken to run for the old profile
     honcho: bool = False  # the old profile has a Honcho host block somewhere (incl. ~/.honcho)
+    alias: bool = False  # ~/.local/bin/<old> is Hermes' wrapper alias of the old profile
 
 
 @dataclass(frozen=True)

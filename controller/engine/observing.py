@@ -30,6 +30,7 @@ from controller.adapters import (
     runtime,
     sessions,
     sharing,
+    wrappers,
 )
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
@@ -171,6 +172,7 @@ def observe_renames(root: Path, state: DesiredState, live: Mapping[str, LiveProf
             target_marker=str(marker["profile"]) if marker and marker.get("fleet") == state.fleet else None,
             gateway_running=running,
             honcho=honcho.has_host(root, old, name if live[name].exists else old),
+            alias=wrappers.has_wrapper(old),
         )
     return out
 

@@ -17,6 +17,7 @@ from controller.adapters import inventory as inventory_file
 from controller.adapters import locking, parsecache, profiles
 from controller.core import planning
 from controller.core.inventory import Inventory
+from controller.core.selection import Selection, select
 from controller.core.types import Inputs, Options, Plan, RunResult
 from controller.engine import applying, history, observing, records
 from controller.errors import ConflictError, UsageError
@@ -32,6 +33,7 @@ class Planned:
     inputs: Inputs
     plan: Plan
     files: list[str]
+    selection: str = ""  # the selectors this plan was narrowed by (--bot, -l), as given
 
 
 def plan_home(
@@ -42,15 +44,18 @@ def plan_home(
     options: Options = NO_OPTIONS,
     gateway: gw.GatewayOptions | None = None,
     hermes_version: str | None = None,
+    selection: Selection | None = None,
 ) -> Planned:
-    """Observe and plan; writes nothing (the gateway is only read)."""
+    """Observe and plan; writes nothing (the gateway is only read). A `selection` keeps only its
+    bots' objects (core/selection.py)."""
     parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
     inventory = records.load(root, state.fleet)
     check_slice(inventory, state, options)
     inventory.reclaim(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
     observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
-    return Planned(root, state, inputs, planning.plan(inputs), files)
+    chosen = selection or Selection()
+    return Planned(root, state, inputs, select(planning.plan(inputs), state, chosen), files, chosen.describe())
 
 
 def check_slice(inventory: Inventory, state: DesiredState, options: Options) -> None:
@@ -96,6 +101,7 @@ def apply_once(
     hermes_version: str | None = None,
     snapshot: history.Snapshot | None = None,
     on_progress: applying.ProgressFn | None = None,
+    selection: Selection | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written.
 
@@ -118,6 +124,7 @@ def apply_once(
             hermes_version,
             snapshot,
             on_progress,
+            selection,
         )
     finally:
         if gateway is not None:
@@ -138,11 +145,12 @@ def _apply_once(
     hermes_version: str | None,
     snapshot: history.Snapshot | None,
     on_progress: applying.ProgressFn | None,
+    selection: Selection | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
     parsecache.start_run()
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
-    early = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version)
+    early = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection)
     if early.plan.conflicts:
         if on_conflict:
             on_conflict(early)
@@ -153,7 +161,9 @@ def _apply_once(
         # Under the lock no other hermes-fleet run writes here: a temp file or staging folder of a
         # dead process is debris of a killed run (docs/reliability.md#leftovers-of-a-killed-run).
         swept = profiles.sweep_leftovers(root, set(state.bots) | owned)
-        planned = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version)
+        planned = plan_home(
+            root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection
+        )
         if planned.plan.conflicts:
             if on_conflict:
                 on_conflict(planned)
@@ -197,6 +207,8 @@ def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult
     }
     if revision:
         record["revision"] = revision
+    if planned.selection:
+        record["selection"] = planned.selection
     inventory.last_apply = record
     inventory.history.append(record)
     inventory.host = planned.state.host  # check_slice let it through: the same host, or --rehost

@@ -25,15 +25,25 @@ _SEGMENTS = re.compile(r"[._\-]+")
 
 
 def profile_name_problem(name: str) -> str | None:
-    """Why `name` is not a valid Hermes profile name, or None."""
-    if name != name.strip() or name.lower() != name:
-        return f"Hermes lower-cases and strips profile names; write {name.strip().lower()!r}"
-    if not PROFILE_NAME.match(name):
-        return (
-            "a profile name is 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter "
-            "or digit (Hermes' rule ^[a-z0-9][a-z0-9_-]{0,63}$)"
-        )
-    return None
+    """Why `name` is not a valid Hermes profile name, or None; the fix it suggests is itself valid."""
+    if PROFILE_NAME.match(name):
+        return None
+    fixed = suggested_profile_name(name)
+    if fixed is not None and fixed == name.strip().lower():
+        return f"Hermes lower-cases and strips profile names; write {fixed!r}"
+    rule = (
+        "a profile name is 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter "
+        "or digit (Hermes' rule ^[a-z0-9][a-z0-9_-]{0,63}$)"
+    )
+    return rule + (f"; write {fixed!r}" if fixed else "")
+
+
+def suggested_profile_name(name: str) -> str | None:
+    """A valid, unreserved profile name close to `name` ('My Bot' -> 'my-bot'), or None."""
+    slug = _SLUG_RUN.sub("-", name.strip().lower()).strip("-_")[:64].rstrip("-_")
+    if not PROFILE_NAME.match(slug) or slug in RESERVED_PROFILE_NAMES:
+        return None
+    return slug
 
 
 def mention_forms(text: str) -> list[str]:

@@ -68,6 +68,7 @@ class DesiredBot:
     create_empty: bool = False
     host: str | None = None
     renamed_from: str | None = None  # the profile this bot was called before (docs/hermes/rename.md)
+    labels: dict[str, str] = field(default_factory=dict)  # for -l selectors only: never written, not in the digest
 
 
 @dataclass(frozen=True)
@@ -310,7 +311,7 @@ def _json_default(value: Any) -> Any:
     if kind is EnvEntry:
         return {"literal": value.literal, "ref": value.ref.model_dump(exclude_none=True) if value.ref else None}
     if kind is DesiredBot:
-        return {k: getattr(value, k) for k in value.__dataclass_fields__ if k != "origin"}
+        return {k: getattr(value, k) for k in value.__dataclass_fields__ if k not in ("origin", "labels")}
     if hasattr(value, "model_dump"):
         return value.model_dump(exclude_none=True)
     if isinstance(value, EnvEntry):

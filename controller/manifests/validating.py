@@ -141,6 +141,7 @@ class _Report:
 
     def __init__(self) -> None:
         self.items: list[Diagnostic] = []
+        self.schema_failed = False  # a document broke the schema (it may still be checked, salvaged)
 
     def add(
         self, severity: str, where: tuple[Document, tuple[object, ...]], message: str, hint: str = "", code: str = "invalid"
@@ -165,7 +166,7 @@ def validate(
         yaml11.give_hermes_meaning(doc)
     models = [(doc, m) for doc in documents if (m := _check_schema(doc, report)) is not None]
     gathered = _gather(models, report)
-    schema_failed = len(models) < len(documents)
+    schema_failed = report.schema_failed
     fleet_name = _resolve_fleet(gathered, fleet, report, documents, quiet=schema_failed)
     if fleet_name is None and not documents and not report.items:
         report.items.append(
@@ -224,10 +225,65 @@ def _check_schema(doc: Document, report: _Report) -> BaseModel | None:
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
-        for item in _clean_errors(exc, data):
+        errors = _clean_errors(exc, data)
+        for item in errors:
             loc, message, hint, code = _explain(item, cls, suggest=len(report.items) < MAX_SUGGESTIONS)
             report.error((doc, loc), message, hint, code)
-        return None
+        report.schema_failed = True
+        return _salvage(cls, data, errors)
+
+
+SALVAGE_ROUNDS = 3
+_OBJECT_TYPES = ("model_type", "model_attributes_type", "dict_type")  # the value should have been a mapping
+
+
+def _salvage(cls: type[BaseModel], data: dict[str, Any], errors: list[dict[str, Any]]) -> BaseModel | None:
+    """The document without its schema errors' keys, when that is valid, so the later passes still
+    report the document's other errors in the same run (names, references, config values).
+
+    Only keys of mappings are left out (an unknown field, a value of the wrong type, or the list
+    holding a wrong item), never a list item (the others' positions, hence their lines, would
+    shift) and never a required field: then nothing is salvaged. The schema errors are reported
+    already, so no desired state is built from the result.
+    """
+    kept: Any = _copy(data)
+    for _ in range(SALVAGE_ROUNDS):
+        for err in errors:
+            if err["type"] == "missing" or not _drop(kept, err["loc"], object_item=err["type"] in _OBJECT_TYPES):
+                return None
+        try:
+            return cls.model_validate(kept)
+        except ValidationError as exc:
+            errors = _clean_errors(exc, kept)
+    return None
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _drop(data: Any, loc: tuple[object, ...], *, object_item: bool = False) -> bool:
+    """Remove the deepest mapping key on `loc` whose value holds the error (through a list of plain
+    values, as toolsets); False when there is none."""
+    nodes = [data]
+    for part in loc:
+        node = nodes[-1]
+        present = part in node if isinstance(node, dict) else isinstance(part, int) and 0 <= part < len(node)
+        if not isinstance(node, dict | list) or not present:
+            break
+        nodes.append(node[part])  # type: ignore[call-overload]
+    for depth in range(min(len(loc), len(nodes) - 1) - 1, -1, -1):
+        parent, part = nodes[depth], loc[depth]
+        if isinstance(parent, dict) and depth > 0:  # never an envelope key (apiVersion, kind, metadata, spec)
+            del parent[part]
+            return True
+        if isinstance(parent, list) and (object_item or any(isinstance(item, dict | list) for item in parent)):
+            return False  # a list of objects (bots, routines): leaving it out would hide them all
+    return False
 
 
 def _clean_errors(exc: ValidationError, data: Any) -> list[dict[str, Any]]:
@@ -272,21 +328,106 @@ def _explain(err: dict[str, Any], cls: type[BaseModel], *, suggest: bool = True)
         hint = (
             f"did you mean {guess[0]!r}?"
             if guess
-            else (f"allowed fields here: {', '.join(sorted(allowed))}" if allowed else "remove it")
+            else (f"allowed fields here: {', '.join(sorted(allowed))} ({doc_section(cls, loc[:-1])})" if allowed else "remove it")
         )
         return loc, f"unknown field {field_name!r}", hint, "unknown_field"
     if kind == "missing":
         return loc, f"required field {field_name!r} is missing", f"add '{field_name}:'", "missing_field"
-    message = err["msg"]
+    message = _manifest_terms(err["msg"])
     if message.startswith(("Value error, ", "Assertion failed, ")):
         message = message.split(", ", 1)[1]
     hint = ""
     if kind.endswith("_type") or kind in ("model_type", "dict_type", "list_type"):
         message = f"{message[0].lower()}{message[1:]}, got {_type_name(err.get('input'))}"
-        hint = "'hermes-fleet schema' shows what each field takes"
+        hint = f"see {doc_section(cls, loc)}"
     elif kind == "string_pattern_mismatch":
         message = f"{_short(err.get('input'))} is not allowed here ({message[0].lower()}{message[1:]})"
     return loc, message[0].lower() + message[1:] if message else message, hint, "invalid_value"
+
+
+# pydantic's words for YAML's shapes, and its class names, in manifest terms.
+_TERMS = (
+    (re.compile(r" or instance of \w+"), ""),
+    (re.compile(r"\bvalid dictionary\b"), "mapping (key: value lines)"),
+    (re.compile(r"\bvalid list\b"), "list (lines starting with '- ')"),
+    (re.compile(r"\bDictionary\b"), "Mapping"),
+)
+DOCS = "docs/manifest.md"
+# The section of docs/manifest.md that explains a field, by the field's own name (the Bot's
+# sub-sections) or by the model it belongs to.
+_FIELD_SECTIONS = {
+    "model": "model",
+    "skills": "skills",
+    "mcp_servers": "mcp_servers",
+    "tts": "tts",
+    "checkpoints": "checkpoints",
+    "avatar": "avatar",
+    "env": "env",
+    "config": "config-passthrough",
+    "routines": "routine",
+    "rooms": "room",
+    "peers": "peer",
+    "sections": "section",
+    "notifications": "notifications",
+    "gateway": "gateway",
+    "schedule": "schedule-grammar",
+}
+_MODEL_SECTIONS = {
+    "ModelPin": "model",
+    "Skills": "skills",
+    "McpServer": "mcp_servers",
+    "McpTools": "mcp_servers",
+    "Tts": "tts",
+    "Checkpoints": "checkpoints",
+    "Avatar": "avatar",
+    "SecretRef": "secrets",
+    "Routine": "routine",
+    "RoutineSpec": "routine",
+    "RoutineDocSpec": "routine",
+    "Bot": "bot",
+    "BotSpec": "bot",
+    "BotDefaults": "how-defaults-merge",
+    "Section": "section",
+    "SectionSpec": "section",
+    "Room": "room",
+    "RoomSpec": "room",
+    "Peer": "peer",
+    "PeerSpec": "peer",
+    "PeerAccept": "peer",
+    "Gateway": "gateway",
+    "BotLoopGuard": "gateway",
+    "GroupRouter": "gateway",
+    "Webhook": "notifications",
+    "PolicySpec": "fleet-and-policy",
+    "FleetSpec": "fleet-and-policy",
+}
+
+
+def _manifest_terms(message: str) -> str:
+    for pattern, words in _TERMS:
+        message = pattern.sub(words, message)
+    return message
+
+
+def doc_section(cls: type[BaseModel], loc: tuple[object, ...]) -> str:
+    """Where docs/manifest.md explains the field at `loc` of a document of class `cls`."""
+    for part in reversed(loc):
+        if isinstance(part, str) and part in _FIELD_SECTIONS:
+            return f"{DOCS}#{_FIELD_SECTIONS[part]}"
+    for n in range(len(loc), -1, -1):
+        model = _model_at(cls, loc[:n])
+        if model is not None and model.__name__ in _MODEL_SECTIONS:
+            return f"{DOCS}#{_MODEL_SECTIONS[model.__name__]}"
+    return f"{DOCS}#documents"
+
+
+def _model_at(cls: type[BaseModel], loc: tuple[object, ...]) -> type[BaseModel] | None:
+    current: Any = cls
+    for part in loc:
+        current = _descend(current, part)
+        if current is None:
+            return None
+    return _model_in(current)
 
 
 @functools.lru_cache(maxsize=256)
@@ -1274,6 +1415,7 @@ def _desired_bot(
         create_empty=bool(bot.create_empty),
         host=bot.host,
         renamed_from=bot.renamed_from,
+        labels=dict(bot.labels or {}),
     )
 
 

@@ -11,6 +11,7 @@ import re
 
 from controller.adapters.gateway import GatewayOptions
 from controller.adapters.home import resolve_root
+from controller.core.selection import Selection
 from controller.core.types import Options
 from controller.errors import ManifestError, UsageError
 from controller.hermes import naming
@@ -90,3 +91,19 @@ def options(args: argparse.Namespace, **overrides: bool) -> Options:
     values["rooms"] = not getattr(args, "no_rooms", False)
     values.update(overrides)
     return Options(**values)
+
+
+def selection(args: argparse.Namespace) -> Selection:
+    """`--bot NAME` (repeatable) and `-l key=value[,key=value]` (repeatable) as a Selection."""
+    names = list(getattr(args, "bots", None) or [])
+    for name in names:
+        if problem := naming.profile_name_problem(name):
+            raise UsageError(f"--bot {name!r} is not a valid bot name: {problem}")
+    labels: list[tuple[str, str]] = []
+    for given in getattr(args, "labels", None) or []:
+        for pair in given.split(","):
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                raise UsageError(f"-l {given!r}: write key=value (several as key=value,key2=value2)")
+            labels.append((key.strip(), value.strip()))
+    return Selection(frozenset(names), tuple(dict.fromkeys(labels)))

@@ -14,7 +14,7 @@ from controller.engine.reconciling import Planned
 from controller.errors import ConflictError, ExitCode, ManifestError, SecretUnavailable, UsageError
 from controller.manifests import desired, reading
 from controller.verbs import common, reporting
-from controller.verbs.plan import plan_exit, render_plan, report_kept
+from controller.verbs.plan import plan_exit, render_plan, report_kept, view
 
 
 def _fleet(args: argparse.Namespace) -> tuple[Any, str]:
@@ -123,6 +123,8 @@ def summary(entry: dict[str, Any]) -> dict[str, list[str]]:
                     ]
         elif kind in ("Bot", "Room", "Section", "Peer") and name:
             out[kind.lower() + "s"].append(str(name))
+            if kind == "Bot":  # a Bot document's own routines (the layout `init` writes)
+                out["routines"] += [f"{name}/{r.get('name')}" for r in spec.get("routines") or [] if isinstance(r, dict)]
         elif kind == "Routine" and name:
             out["routines"].append(f"{spec.get('bot')}/{name}")
     return {k: sorted(v) for k, v in out.items()}
@@ -225,7 +227,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         def show(again: Planned) -> None:
             _unresolved(again, seq)  # under the lock, right before the first write
             if text_mode:
-                render_plan(again, args)
+                render_plan(again, args, group=True)
 
         planned, results = reconciling.apply_once(
             root,
@@ -242,7 +244,12 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     plan = planned.plan
     if text_mode:
         reporting.write(
-            reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color), not_applied=len(plan.errors))
+            reporting.apply_text(
+                results,
+                color=reporting.use_color(sys.stdout, args.color),
+                not_applied=len(plan.errors),
+                view=view(plan, args, group=True),
+            )
         )
         if results.history_entry is not None:
             print(f"Recorded as history entry {results.history_entry}.")

@@ -13,7 +13,7 @@ from controller.core.types import Action, ObjectChange, Plan
 from controller.engine import history, reconciling
 from controller.engine.applying import ApplyResult
 from controller.engine.reconciling import Planned
-from controller.errors import ConflictError, ExitCode
+from controller.errors import ConflictError, ExitCode, UsageError
 from controller.manifests import reading
 from controller.manifests.desired import DesiredState
 from controller.verbs import common, reporting
@@ -37,20 +37,29 @@ def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
             options=common.options(args, **overrides),
             gateway=gateway,
             hermes_version=getattr(args, "hermes_version", None),
+            selection=common.selection(args),
         )
     finally:
         gateway.release()
 
 
-def render_plan(planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan") -> None:
+def view(plan: Plan, args: argparse.Namespace, *, group: bool = False) -> str:
+    """How much of the plan a text report shows (-q, --detail, else by its size; docs/cli.md#plan-views)."""
+    return reporting.plan_view(plan, detail=getattr(args, "detail", False), quiet=getattr(args, "quiet", False), group=group)
+
+
+def render_plan(
+    planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan", group: bool = False
+) -> None:
     found = plan_insights.insights(planned.inputs, planned.plan)
     if args.output == "json":
         reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind, insights=found))
         common.wrote_report(args)
         return
     color = reporting.use_color(sys.stdout, args.color)
-    reporting.write_lines(reporting.plan_lines(planned.plan, home=str(planned.root), color=color))
-    reporting.write(reporting.insights_text(found, color=color))
+    shown = view(planned.plan, args, group=group)
+    reporting.write_lines(reporting.plan_lines(planned.plan, home=str(planned.root), color=color, view=shown))
+    reporting.write(reporting.insights_text(found, color=color, view=shown))
 
 
 def plan_exit(plan: Plan, detailed: bool) -> int:
@@ -63,6 +72,11 @@ def plan_exit(plan: Plan, detailed: bool) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     planned = make_plan(args, yes=False)
+    if getattr(args, "out", None):
+        from controller.verbs import saved_plan
+
+        host = reading.selected_host(getattr(args, "host", None), planned.state)
+        saved_plan.save(args.out, planned, host=host, options=common.options(args, yes=False), hermes_version=args.hermes_version)
     render_plan(planned, args)
     code = plan_exit(planned.plan, args.detailed_exitcode)
     if getattr(args, "deny_widening", False) and code in (ExitCode.OK, ExitCode.CHANGES):
@@ -112,6 +126,11 @@ def report_kept(results: ApplyResult) -> None:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    if getattr(args, "plan", None) and (args.dry_run or args.prune or args.adopt or args.no_rooms):
+        raise UsageError(
+            "apply --plan takes its options from the saved plan",
+            hint="leave out --dry-run, --prune, --adopt and --no-rooms (plan --out records them)",
+        )
     if args.dry_run:
         planned = make_plan(args)
         render_plan(planned, args, kind="dry-run")
@@ -119,12 +138,26 @@ def cmd_apply(args: argparse.Namespace) -> int:
     result = common.load_valid(args)  # invalid manifests stop here, before the lock or any write
     assert result.state is not None
     text_mode = args.output != "json"
+    root = resolve_root(args.home)
+    options = common.options(args)
+    saved = None
+    if getattr(args, "plan", None):
+        from controller.verbs import saved_plan
+
+        saved = saved_plan.load(args.plan)
+        host = reading.selected_host(args.host, result.state)
+        saved_plan.check_inputs(
+            saved, args.plan, digest=result.state.digest, home=root, host=host, selection=common.selection(args).describe()
+        )
+        options = saved_plan.options_of(saved, yes=args.yes)
+        args.hermes_version = args.hermes_version or saved.get("hermes_version")
 
     def show(planned: Planned) -> None:
+        if saved is not None:  # under the lock, right before the first write
+            saved_plan.check_home(saved, args.plan, planned)
         if text_mode:
-            render_plan(planned, args)
+            render_plan(planned, args, group=True)
 
-    root = resolve_root(args.home)
     snapshot = history.snapshot(result, fleet_arg=args.fleet, host=reading.selected_host(args.host, result.state))
     result.loaded = []  # the snapshot holds the documents now, as text (memory)
     progress = ProgressLine(enabled=None if text_mode else False)
@@ -133,7 +166,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             root,
             result.state,
             result.files,
-            options=common.options(args),
+            options=options,
             lock_timeout=args.lock_timeout,
             before_apply=show,
             on_conflict=lambda p: render_plan(p, args, kind="apply"),
@@ -141,6 +174,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             hermes_version=args.hermes_version,
             snapshot=snapshot,
             on_progress=progress,
+            selection=common.selection(args),
         )
     except ConflictError as exc:
         if getattr(args, "notify", False):
@@ -162,9 +196,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
         events = notifying.apply_events(plan.fleet, str(root), failed=failed, pruned=pruned, host=getattr(args, "host", None))
         notify(result.state, events, root)
     if text_mode:
-        reporting.write(
-            reporting.apply_text(results, color=reporting.use_color(sys.stdout, args.color), not_applied=len(plan.errors))
-        )
+        color = reporting.use_color(sys.stdout, args.color)
+        shown = view(plan, args, group=True)
+        reporting.write(reporting.apply_text(results, color=color, not_applied=len(plan.errors), view=shown))
     else:
         render_plan(planned, args, results=results, kind="apply")
     report_kept(results)

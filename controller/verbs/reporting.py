@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from controller.core.insights import Insights
-from controller.core.types import ObjectChange, Plan
+from controller.core.types import FieldChange, ObjectChange, Plan
 from controller.diagnostics import Diagnostic, capped, omitted_line
-from controller.engine.applying import ApplyResult
+from controller.engine.applying import ApplyResult, Outcome
 from controller.manifests.validating import ValidationResult
 from controller.redact import Withheld, masked
 
@@ -297,12 +297,64 @@ def write_lines(lines: Iterable[str], stream: TextIO | None = None, *, batch: in
         out.write("\n".join(chunk) + "\n")
 
 
-def plan_lines(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> Iterator[str]:
+# --- how much of a plan a text report shows (docs/cli.md#plan-views) ---------------------
+# `detail`: every field of every object; `compact`: one line per object with its field count;
+# `grouped`: one line per kind and action (apply, past GROUP_OBJECTS objects); `summary`: the
+# summary line only (-q). JSON is always complete.
+DETAIL = "detail"
+COMPACT = "compact"
+GROUPED = "grouped"
+SUMMARY = "summary"
+DETAIL_LINES = 40  # a plan whose full diff fits in this many lines is shown whole
+GROUP_OBJECTS = 30  # apply: more changed objects than this are shown one line per kind and action
+LIST_LINES = 5  # notes, capabilities and routine rates past this are counted (all shown with --detail)
+NAMES_SHOWN = 3  # names in a grouped line
+
+
+def plan_view(plan: Plan, *, detail: bool = False, quiet: bool = False, group: bool = False) -> str:
+    """The view a text report uses: -q and --detail as asked, else the full diff when it is short,
+    else compact (plan) or grouped (apply, when there are many objects)."""
+    if quiet:
+        return SUMMARY
+    if detail:
+        return DETAIL
+    changed = [c for c in plan.changes if c.action.value != "no-op"]
+    if len(changed) + sum(len(c.fields) for c in changed) <= DETAIL_LINES:
+        return DETAIL
+    return GROUPED if group and len(changed) > GROUP_OBJECTS else COMPACT
+
+
+def plan_lines(plan: Plan, *, home: str, color: bool, verbose: bool = False, view: str = DETAIL) -> Iterator[str]:
     """The lines of `plan_text`, one at a time."""
     p = Palette(color)
-    paint = {"+": p.green, "~": p.yellow, ">": p.yellow, "-": p.red, "!": p.red, "?": p.cyan, "=": p.dim}
+    if view == SUMMARY:
+        yield plan_summary_line(plan, p)
+        return
     yield p.bold(f"Fleet {plan.fleet!r}") + p.dim(f" · manifests {plan.digest[:19]} · home {home}")
     yield ""
+    if view == GROUPED:
+        yield from _grouped_lines(plan, p)
+    else:
+        yield from _object_lines(plan, p, verbose=verbose, fields=view == DETAIL)
+    yield ""
+    yield from _capped([p.cyan(f"note: {note}") for note in plan.notes], None if view == DETAIL else LIST_LINES, "note(s)", p)
+    yield plan_summary_line(plan, p)
+
+
+def _capped(lines: list[str], limit: int | None, what: str, p: Palette, indent: str = "") -> list[str]:
+    if limit is None or len(lines) <= limit:
+        return lines
+    if limit == 0:
+        return []
+    return [*lines[:limit], p.dim(f"{indent}... and {len(lines) - limit:,} more {what} (--detail or -o json shows all)")]
+
+
+def _paint(p: Palette) -> dict[str, Any]:
+    return {"+": p.green, "~": p.yellow, ">": p.yellow, "-": p.red, "!": p.red, "?": p.cyan, "=": p.dim}
+
+
+def _object_lines(plan: Plan, p: Palette, *, verbose: bool, fields: bool) -> Iterator[str]:
+    paint = _paint(p)
     quiet = 0
     for change in plan.changes:
         if change.action.value == "no-op" and not verbose:
@@ -311,28 +363,77 @@ def plan_lines(plan: Plan, *, home: str, color: bool, verbose: bool = False) -> 
         sigil = _SIGIL[change.action.value]
         label = f"{change.kind}/{change.name}"
         drift = p.yellow(" [drift]") if change.drift else ""
-        yield (
+        head = (
             paint[sigil](f"{sigil} {label}")
             + f"  {change.action.value}{drift}"
             + (p.dim(f" ({change.reason})") if change.reason else "")
         )
-        for f in change.fields:
-            s = _OP_SIGIL[f.op]
-            if f.op == "add":
-                body = f"{f.field} = {_fmt(f.new, f.field)}"
-            elif f.op == "remove":
-                body = f"{f.field} (was {_fmt(f.old, f.field)})"
-            else:
-                body = f"{f.field}: {_fmt(f.old, f.field)} -> {_fmt(f.new, f.field)}"
-            mark = p.yellow("  (drift: changed outside hermes-fleet)") if f.drift else ""
-            mark += p.dim("  (install-wide)") if f.inherited else ""
-            yield "    " + paint[s](s) + " " + body + mark
+        if not fields:
+            yield head + (p.dim(f"  {field_summary(change.fields)}") if change.fields else "")
+            continue
+        yield head
+        yield from _field_lines(change, p)
     if quiet:
         yield p.dim(f"= {quiet} object(s) unchanged")
-    yield ""
-    for note in plan.notes:
-        yield p.cyan(f"note: {note}")
-    yield plan_summary_line(plan, p)
+
+
+def field_summary(changes: tuple[FieldChange, ...], width: int = 90) -> str:
+    """`27 field(s): botchat, botmode, config:platform_toolsets.* (23), meta:title`: the fields
+    of one object, those sharing a dotted prefix three or more times counted as one."""
+    names = [f.field for f in changes]
+    prefixes: dict[str, int] = {}
+    for name in names:
+        prefixes[name.rpartition(".")[0]] = prefixes.get(name.rpartition(".")[0], 0) + 1
+    parts: list[str] = []
+    for name in names:
+        prefix = name.rpartition(".")[0]
+        part = f"{prefix}.* ({prefixes[prefix]})" if prefix and prefixes[prefix] >= 3 else name
+        if part not in parts:
+            parts.append(part)
+    drifted = sum(1 for f in changes if f.drift)
+    text = f"{len(names)} field(s): " + ", ".join(parts)
+    if len(text) > width:
+        text = text[: width - 3].rsplit(", ", 1)[0] + ", ..."
+    return text + (f"; {drifted} drifted" if drifted else "")
+
+
+def _grouped_lines(plan: Plan, p: Palette) -> Iterator[str]:
+    """One line per kind and action: `+ 1,000 bot(s)  create (profile does not exist): bot0, bot1,
+    bot2 and 997 more · 27 field(s) each`."""
+    paint = _paint(p)
+    groups: dict[tuple[str, str], list[ObjectChange]] = {}
+    for change in plan.changes:
+        groups.setdefault((change.action.value, change.kind.value), []).append(change)
+    for (action, kind), members in groups.items():
+        if action == "no-op":
+            yield p.dim(f"= {len(members):,} {kind}(s) unchanged")
+            continue
+        sigil = _SIGIL[action]
+        reasons = {c.reason for c in members}
+        reason = p.dim(f" ({members[0].reason})") if len(reasons) == 1 and members[0].reason else ""
+        names = ", ".join(c.name for c in members[:NAMES_SHOWN])
+        more = f" and {len(members) - NAMES_SHOWN:,} more" if len(members) > NAMES_SHOWN else ""
+        counts = sorted({len(c.fields) for c in members})
+        each = f" · {counts[0]}" if len(counts) == 1 else f" · {counts[0]}-{counts[-1]}"
+        each = "" if counts == [0] else each + (" field(s) each" if len(members) > 1 else " field(s)")
+        drifted = sum(1 for c in members if c.drift)
+        drift = p.yellow(f" [{drifted:,} drifted]") if drifted else ""
+        yield paint[sigil](f"{sigil} {len(members):,} {kind}(s)") + f"  {action}{drift}{reason}: {names}{more}{each}"
+
+
+def _field_lines(change: ObjectChange, p: Palette) -> Iterator[str]:
+    paint = _paint(p)
+    for f in change.fields:
+        s = _OP_SIGIL[f.op]
+        if f.op == "add":
+            body = f"{f.field} = {_fmt(f.new, f.field)}"
+        elif f.op == "remove":
+            body = f"{f.field} (was {_fmt(f.old, f.field)})"
+        else:
+            body = f"{f.field}: {_fmt(f.old, f.field)} -> {_fmt(f.new, f.field)}"
+        mark = p.yellow("  (drift: changed outside hermes-fleet)") if f.drift else ""
+        mark += p.dim("  (install-wide)") if f.inherited else ""
+        yield "    " + paint[s](s) + " " + body + mark
 
 
 def plan_summary_line(plan: Plan, p: Palette | None = None) -> str:
@@ -413,16 +514,20 @@ def plan_json(
     return json.dumps(payload, indent=2, default=str) + "\n"
 
 
-def insights_text(ins: Insights, *, color: bool) -> str:
-    """The reviewer's summary under a plan: capability changes, scheduled model runs, loop risks."""
+def insights_text(ins: Insights, *, color: bool, view: str = DETAIL) -> str:
+    """The reviewer's summary under a plan: capability changes, scheduled model runs, loop risks
+    (the headlines only in the summary view; a few lines of each in the compact views)."""
     p = Palette(color)
+    limit = {DETAIL: None, SUMMARY: 0}.get(view, LIST_LINES)
     lines: list[str] = []
     if ins.capabilities:
         widening = len(ins.widening)
         lines.append(p.bold("Capabilities") + f": {widening} widening, {len(ins.capabilities) - widening} other change(s)")
+        listed = []
         for c in ins.capabilities:
             paint = p.red if c.direction == "widening" else (p.green if c.direction == "narrowing" else p.dim)
-            lines.append(f"  {paint(c.direction.ljust(9))} {c.describe()}")
+            listed.append(f"  {paint(c.direction.ljust(9))} {c.describe()}")
+        lines += _capped(listed, limit, "capability change(s)", p, "  ")
     if ins.runs_before or ins.runs_after or ins.one_shots_before or ins.one_shots_after:
         delta = ins.runs_after - ins.runs_before
         sign = "+" if delta >= 0 else ""
@@ -435,15 +540,15 @@ def insights_text(ins: Insights, *, color: bool) -> str:
                 else ""
             )
         )
-        for r in ins.rates[:10]:
-            lines.append(f"  routine/{r.routine}: {r.before:.4g} -> {r.after:.4g}")
-        if len(ins.rates) > 10:
-            lines.append(p.dim(f"  ... and {len(ins.rates) - 10} more routine(s)"))
+        rates = [f"  routine/{r.routine}: {r.before:.4g} -> {r.after:.4g}" for r in ins.rates]
+        lines += _capped(rates, limit, "routine(s)", p, "  ")
     if ins.loops:
         lines.append(p.bold("Loop risks") + f": {len(ins.loops)}")
+        loops = []
         for x in ins.loops:
             paint = p.red if x.severity == "high" else p.yellow
-            lines.append(f"  {paint(x.severity.ljust(7))} {x.kind} {x.subject!r}: {x.detail}")
+            loops.append(f"  {paint(x.severity.ljust(7))} {x.kind} {x.subject!r}: {x.detail}")
+        lines += _capped(loops, limit, "loop risk(s)", p, "  ")
     return "\n".join(lines) + "\n" if lines else ""
 
 
@@ -466,28 +571,49 @@ def done_word(change: ObjectChange) -> str:
     return _DONE[change.action.value]
 
 
-def apply_text(results: ApplyResult, *, color: bool, not_applied: int = 0) -> str:
+FAILURE_LINES = 20  # failed objects listed one per line after a large apply (all with --detail, and in -o json)
+
+
+def apply_text(results: ApplyResult, *, color: bool, not_applied: int = 0, view: str = DETAIL) -> str:
+    """What an apply did: a line per object (detail, or a small apply), else only the objects that
+    failed or wait (at most FAILURE_LINES) and the counts of what was done."""
     p = Palette(color)
     lines = []
     if results.swept:
         lines.append(p.dim(f"removed {len(results.swept)} leftover(s) of an interrupted run: {', '.join(results.swept)}"))
-    for o in results.outcomes:
-        label = f"{o.change.kind}/{o.change.name}"
-        sent = p.dim(f"  [{', '.join(o.writes)}]") if o.writes else ""
-        if o.ok:
-            n = len(o.change.fields)
-            detail = f" ({n} field(s))" if n and o.change.action.value != "delete" else ""
-            lines.append(p.green(f"{label}: {done_word(o.change)}") + detail + sent)
-        elif o.error.startswith("pending:"):  # nothing answered, or a seat waits: the next run tries again
-            lines.append(p.yellow(f"{label}: {o.error}") + sent)
-        else:
-            lines.append(p.red(f"{label}: failed") + f": {o.error}" + sent)
+    every = view == DETAIL or (view != SUMMARY and len(results.outcomes) <= GROUP_OBJECTS)
+    listed = [line for o in results.outcomes if (line := _outcome_line(o, p, every))]
+    lines += _capped(listed, None if every else FAILURE_LINES, "object(s) not done", p)
     done, failed = len(results.done), len(results.failed) + not_applied
+    what = "" if every or not done else " (" + _done_counts(results) + ")"
     if failed:
         lines.append(
-            p.red(f"Apply finished with {failed} failure(s), {done} object(s) converged. ")
+            p.red(f"Apply finished with {failed} failure(s), {done} object(s) converged{what}. ")
             + "Fix the causes above and run apply again; it picks up where this one stopped."
         )
     else:
-        lines.append(p.green(f"Apply complete: {done} object(s) changed."))
+        lines.append(p.green(f"Apply complete: {done} object(s) changed{what}."))
     return "\n".join(lines) + "\n"
+
+
+def _outcome_line(o: Outcome, p: Palette, every: bool) -> str:
+    label = f"{o.change.kind}/{o.change.name}"
+    sent = p.dim(f"  [{', '.join(o.writes)}]") if o.writes else ""
+    if o.ok:
+        if not every:
+            return ""
+        n = len(o.change.fields)
+        detail = f" ({n} field(s))" if n and o.change.action.value != "delete" else ""
+        return p.green(f"{label}: {done_word(o.change)}") + detail + sent
+    if o.error.startswith("pending:"):  # nothing answered, or a seat waits: the next run tries again
+        return p.yellow(f"{label}: {o.error}") + sent
+    return p.red(f"{label}: failed") + f": {o.error}" + sent
+
+
+def _done_counts(results: ApplyResult) -> str:
+    """`1,000 bot(s) created, 1,000 routine(s) created`."""
+    counts: dict[tuple[str, str], int] = {}
+    for o in results.done:
+        key = (o.change.kind.value, done_word(o.change))
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n:,} {kind}(s) {done}" for (kind, done), n in counts.items())

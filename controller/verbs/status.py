@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import inventory as inventory_file
-from controller.adapters.home import resolve_root
+from controller.adapters import locking
+from controller.adapters.home import STATE_DIR, resolve_root
 from controller.core import drift, rooms
 from controller.core.inventory import Inventory, routine_parts, split_key
 from controller.core.types import GatewayView
@@ -36,6 +37,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     finally:
         common.gateway_options(args).release()
     watch = read_status(root)
+    if watch is not None:
+        watch["running"] = locking.is_held(root / STATE_DIR / "watch.lock")
     if args.output == "json":
         reporting.write(
             json.dumps(
@@ -191,14 +194,24 @@ def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:
     p = reporting.Palette(color)
     result = str(watch.get("last_result"))
     paint = p.green if result in ("applied", "in-sync") else (p.yellow if result in ("drift", "busy") else p.red)
+    running = watch.get("running")
+    if running is False:  # its status file outlives it: say so, not the PID it had
+        head = (
+            p.bold("Reconciler")
+            + p.yellow(f" not running since {watch.get('updated_at')}")
+            + (f" (was {watch.get('mode')}, every {watch.get('interval')}s): source {watch.get('source')}")
+        )
+    else:
+        head = p.bold("Reconciler") + f" (pid {watch.get('pid')}, {watch.get('mode')}, every {watch.get('interval')}s): "
+        head += f"source {watch.get('source')}"
+    next_run = watch.get("next_run_at") if running is not False else None
     lines = [
-        p.bold("Reconciler") + f" (pid {watch.get('pid')}, {watch.get('mode')}, every {watch.get('interval')}s): "
-        f"source {watch.get('source')}",
+        head,
         "  last run: "
         + paint(result)
         + f" at revision {str(watch.get('last_revision'))[:16]}"
         + (f" — {watch.get('message')}" if watch.get("message") else ""),
-        f"  last good revision: {str(watch.get('last_good_revision'))[:16]}; next run: {watch.get('next_run_at') or 'stopped'}",
+        f"  last good revision: {str(watch.get('last_good_revision'))[:16]}; next run: {next_run or 'stopped'}",
     ]
     if watch.get("drift"):
         lines.append(p.yellow(f"  drift: {', '.join(watch['drift'])}"))

@@ -208,7 +208,15 @@ def test_notes_name_config_keys_that_still_name_the_old_profile() -> None:
 
 
 def test_notes_say_what_is_left_outside_the_home() -> None:
-    plan = planning.plan(home(live_from(ALPHA), None, OWNED_ALPHA, seen=RenameSeen("alpha", honcho=True)))
+    plan = planning.plan(home(live_from(ALPHA), None, OWNED_ALPHA, seen=RenameSeen("alpha", honcho=True, alias=True)))
     (note,) = [n for n in plan.notes if "renamed from" in n]
-    assert "hermes profile alias scout" in note and "hermes profile alias alpha --remove" in note
+    # `profile alias alpha --remove` fails once alpha is gone ("Profile 'alpha' does not exist"); this works.
+    assert "`hermes profile alias scout --name alpha --remove` and `hermes profile alias scout`" in note
     assert "~/.honcho/config.json" in note
+    alias_only = planning.plan(home(live_from(ALPHA), None, OWNED_ALPHA, seen=RenameSeen("alpha", alias=True)))
+    assert [n for n in alias_only.notes if "renamed from" in n and "Honcho" not in n]
+
+
+def test_no_rename_note_when_nothing_is_left_outside_the_home() -> None:
+    plan = planning.plan(home(live_from(ALPHA), None, OWNED_ALPHA, seen=RenameSeen("alpha")))
+    assert not [n for n in plan.notes if "renamed from" in n]

@@ -8,6 +8,7 @@ tests/compat/test_rename_hermes.py.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,7 @@ def test_plan_shows_one_rename_and_writes_nothing(home: Path, renamed) -> None:
     assert data["summary"]["rename"] == 1
     text = hermes_fleet("plan", "-f", m, "--home", home).out
     assert "> bot/scout  rename (renamed from 'alpha'" in text and "0 to adopt, 1 to rename, 0 to delete" in text, text
-    assert any("hermes profile alias scout" in n for n in data["notes"]), data["notes"]
+    assert not any("renamed from" in n for n in data["notes"]), data["notes"]  # no wrapper alias, no Honcho block
     assert snapshot(home) == before
 
 
@@ -349,3 +350,18 @@ def test_a_bot_and_its_routine_renamed_in_one_apply_keep_the_job(home: Path, ren
     assert names[ids["[bot:alpha] Digest"]] == "[bot:scout] Morning digest"
     assert {k for k in inventory(home) if k.startswith("routine/")} == {"routine/scout/Morning digest", "routine/scout/Sweep"}
     assert_converged(m, home)
+
+
+def test_the_alias_note_appears_only_for_a_wrapper_hermes_would_remove(home: Path, renamed) -> None:
+    """A wrapper as 0.19.0 `create_wrapper_script` writes it (`exec hermes -p alpha "$@"`): the note
+    gives the command that still works after the rename (`--name alpha --remove` on the new profile:
+    `hermes profile alias alpha --remove` fails with "Profile 'alpha' does not exist")."""
+    m, _, _ = renamed
+    wrappers = Path(os.environ["HOME"]) / ".local" / "bin"
+    wrappers.mkdir(parents=True)
+    (wrappers / "alpha").write_text('#!/bin/sh\nexec hermes -p alpha "$@"\n')
+    notes = plan_json(m, home)["notes"]
+    (note,) = [n for n in notes if "renamed from" in n]
+    assert "`hermes profile alias scout --name alpha --remove` and `hermes profile alias scout`" in note
+    (wrappers / "alpha").write_text("#!/bin/sh\nexec /usr/bin/something-else\n")  # not Hermes' wrapper
+    assert not [n for n in plan_json(m, home)["notes"] if "renamed from" in n]

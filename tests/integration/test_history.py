@@ -515,3 +515,19 @@ def test_rollback_waits_for_the_apply_lock_and_gives_up_with_exit_3(two_applies:
         assert snapshot(home) == before
     assert run.code == 3 and "lock" in run.err, run.text
     assert [e["seq"] for e in history_json(home)["entries"]] == [1, 2]
+
+
+def test_history_lists_routines_written_inside_a_bot_document(home: Path, tmp_path: Path) -> None:
+    """The layout `init` writes: one `kind: Bot` file per bot, its routines inside it."""
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    (folder / "fleet.yaml").write_text("apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: acme}\nspec: {}\n")
+    (folder / "scout.yaml").write_text(
+        "apiVersion: hermes-fleet/v1\nkind: Bot\nmetadata: {name: scout, fleet: acme}\nspec:\n  routines:\n"
+        "    - {name: digest, schedule: every 2h, prompt: p}\n    - {name: sweep, schedule: every 1d, prompt: q}\n"
+    )
+    assert apply(folder, home).code == 0
+    (entry,) = history_json(home)["entries"]
+    assert entry["desired"]["bots"] == ["scout"] and entry["desired"]["routines"] == ["scout/digest", "scout/sweep"]
+    shown = hermes_fleet("history", "show", "1", "--home", home)
+    assert "scout/digest, scout/sweep" in shown.out, shown.out

@@ -644,7 +644,7 @@ HOSTILE = [
         b"apiVersion: hermes-fleet/v1\nkind: Fleet\nmetadata: {name: acme}\nspec: [1, 2]\n",
         4,
         1,
-        "spec: input should be a valid dictionary",
+        "spec: input should be a mapping (key: value lines), got a list; see docs/manifest.md#fleet-and-policy",
         id="wrong-type-spec",
     ),
     pytest.param(

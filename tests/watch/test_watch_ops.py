@@ -134,7 +134,7 @@ def test_status_file_and_status_verb_while_running_and_after(spawn, user: Path, 
     assert f"Reconciler (pid {watch.proc.pid}, report, every 0.3s): source {manifests}" in text.stdout
     assert "last run: in-sync" in text.stdout and "recent runs:" in text.stdout
     as_json = json.loads(cli(user, "status", "--home", home, "-o", "json").stdout)
-    assert as_json["reconciler"]["pid"] == watch.proc.pid
+    assert as_json["reconciler"]["pid"] == watch.proc.pid and as_json["reconciler"]["running"] is True
 
     write_fleet(fleet, [{"name": "alpha", "title": "One", "no_such": 1}])
     watch.wait_for("reconciled", result="stalled")
@@ -144,7 +144,12 @@ def test_status_file_and_status_verb_while_running_and_after(spawn, user: Path, 
     assert watch.stop() == 0
     stopped = read_status(home, lambda s: s["next_run_at"] is None)
     assert stopped["last_result"] == "stalled"
-    assert "next run: stopped" in cli(user, "status", "--home", home).stdout
+    after = cli(user, "status", "--home", home).stdout
+    assert "next run: stopped" in after
+    # Its status file outlives it: status says it is not running, not the PID it had.
+    assert f"Reconciler not running since {stopped['updated_at']} (was report, every 0.3s)" in after, after
+    assert f"pid {watch.proc.pid}" not in after
+    assert json.loads(cli(user, "status", "--home", home, "-o", "json").stdout)["reconciler"]["running"] is False
 
 
 def test_the_status_file_keeps_the_last_runs_only(manifests: Path, home: Path, user: Path) -> None:
@@ -285,7 +290,7 @@ def test_sigterm_mid_apply_leaves_a_consistent_home(spawn, manifests: Path, home
 
     finish = apply(fleet, home)
     assert finish.code == 0, finish.text
-    assert f"Apply complete: {BIG - len(created)} object(s) changed." in finish.out, finish.out[-500:]
+    assert f"Apply complete: {BIG - len(created)} object(s) changed" in finish.out, finish.out[-500:]
     assert_converged(fleet, home)
     assert all(title(home, f"bot{i:03d}") == f"Bot {i}" for i in range(BIG))
 

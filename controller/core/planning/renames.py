@@ -201,17 +201,20 @@ def notes(decisions: dict[str, Decision], observed: Observed) -> list[str]:
     for d in sorted(decisions.values(), key=lambda d: d.new):
         if d.step not in (Step.MOVE, Step.FINISH):
             continue
-        text = (
-            f"bot {d.new!r} (renamed from {d.old!r}): the wrapper alias in ~/.local/bin is outside the Hermes home and "
-            f"is left as it is: run `hermes profile alias {d.new}` and `hermes profile alias {d.old} --remove`"
-        )
         seen = observed.renames.get(d.new)
+        left = []
+        if seen is not None and seen.alias:  # the command that works once `d.old` is gone (docs/hermes/rename.md)
+            left.append(
+                f"the wrapper alias ~/.local/bin/{d.old} (outside the Hermes home) still runs `hermes -p {d.old}`: run "
+                f"`hermes profile alias {d.new} --name {d.old} --remove` and `hermes profile alias {d.new}`"
+            )
         if seen is not None and seen.honcho:
-            text += (
-                f"; a Honcho host block 'hermes_{d.old}' in ~/.honcho/config.json is not moved (the profile's and the "
+            left.append(
+                f"a Honcho host block 'hermes_{d.old}' in ~/.honcho/config.json is not moved (the profile's and the "
                 f"root's honcho.json are): rename it to 'hermes_{d.new}' there"
             )
-        out.append(text)
+        if left:
+            out.append(f"bot {d.new!r} (renamed from {d.old!r}): " + "; ".join(left))
         for profile in sorted(observed.live.values(), key=lambda p: p.name):
             for key in PROFILE_KEYS:
                 if profile.config is not None and profile.config_value(key) == (True, d.old):

@@ -209,6 +209,11 @@ class Routine(RoutineSpec):
     )
 
 
+# A label's key and value: what `-l key=value` on the command line can name (no '=' or ',').
+LabelKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$")]
+LabelValue = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]{0,63}$")]
+
+
 class _BotSettings(Strict):
     """Fields a fleet's `defaults` may set for every bot."""
 
@@ -262,6 +267,10 @@ class BotSpec(_BotSettings):
         default=None,
         description="The bot's previous name: apply renames that profile (memories, sessions, skills, "
         "Bot Chat, .env, routines, rooms) instead of making a new, empty one.",
+    )
+    labels: dict[LabelKey, LabelValue] | None = Field(
+        default=None,
+        description="Labels for selecting bots (plan/apply -l key=value); never written to the home.",
     )
 
     @model_validator(mode="after")
