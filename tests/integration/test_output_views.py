@@ -57,7 +57,7 @@ def test_a_large_apply_groups_the_plan_and_lists_only_what_failed(home: Path, ma
     fleet[7]["routines"] = [{"name": "r", "schedule": "every 2h", "prompt": "p", "workdir": "/no/such/dir"}]
     run = apply(write_fleet(manifests, fleet), home)
     assert run.code == 1, run.text
-    assert "+ 40 bot(s)  create (profile does not exist): bot0, bot1, bot2 and 37 more · 25 field(s) each" in run.out
+    assert "+ 40 bot(s)  create (profile does not exist): bot0, bot1, bot2 and 37 more · 26 field(s) each" in run.out
     assert "+ 1 routine(s)  create (new routine): bot7/r · 5 field(s)\n" in run.out
     assert "bot/bot3: created" not in run.out  # no line per converged object
     assert "routine/bot7/r: failed: routine 'r': workdir '/no/such/dir' is not an existing folder" in run.out
@@ -97,7 +97,7 @@ def test_json_stays_complete_whatever_the_view(home: Path, manifests: Path) -> N
     for flags in ((), ("-q",), ("--detail",)):
         data = plan(manifest, home, "-o", "json", *flags).json()
         created = [o for o in data["objects"] if o["action"] == "create"]
-        assert len(created) == 40 and all(len(o["fields"]) == 25 for o in created)
+        assert len(created) == 40 and all(len(o["fields"]) == 26 for o in created)
     run = apply(manifest, home, "-o", "json", "-q")
     assert run.code == 0
     assert len(run.json()["results"]) == 40 and "Apply complete" not in run.out
