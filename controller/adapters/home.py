@@ -157,7 +157,11 @@ def check_profile(root: Path, name: str, entries: tuple[str, ...] = PROFILE_ENTR
 def check_inside(path: Path, own: Path, foreign: tuple[Path, ...] = (), *, owner: str) -> None:
     """Refuse `path` when its real location (after every symlink) is not inside `own`, or is inside
     one of `foreign` (folders within `own` that belong to others)."""
-    real = _real(path)
+    check_inside_real(_real(path), path, own, foreign, owner)
+
+
+def check_inside_real(real: Path, path: Path, own: Path, foreign: tuple[Path, ...], owner: str) -> None:
+    """`check_inside` for `path` whose real location is known (`real`: fsio's open folder)."""
     if real.is_relative_to(own) and not any(real.is_relative_to(f) for f in foreign):
         return
     raise ContainmentError(
