@@ -384,6 +384,29 @@ def pinned(path: Path) -> Iterator[tuple[int, Path, os.stat_result | None]]:
     raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
 
 
+def in_place(path: Path, sidecars: tuple[str, ...] = ()) -> Path:
+    """Where a writer that changes a file in place (SQLite and its `-wal`/`-shm` sidecars, named
+    `path` + suffix) may open `path`: its real location, checked against the fence as `pinned`
+    checks a replace. ContainmentError when it, or a sidecar, is a hard link (more than one name:
+    the same file may be another profile's, and a write in place would change it there too). A
+    link planted at its name afterwards: the caller opens the returned real path, with no link."""
+    with pinned(path) as (folder_fd, real, st):
+        where = _where(folder_fd, real.parent) / real.name
+        for name in (real.name, *(real.name + suffix for suffix in sidecars)):
+            try:
+                found = st if name == real.name else os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if found is not None and not stat.S_ISDIR(found.st_mode) and found.st_nlink > 1:
+                raise ContainmentError(
+                    f"{real.parent / name} has {found.st_nlink} names (a hard link): the same file may be "
+                    "another profile's, and hermes-fleet never writes such a file in place",
+                    path=str(real.parent / name),
+                    hint="give the profile its own copy (cp the file, then mv the copy over the link), then run again",
+                )
+        return where
+
+
 def recheck(folder_fd: int, path: Path, st: os.stat_result | None) -> None:
     """Right before the rename: `path`'s folder is still the one open at `folder_fd`, and no link
     has been put at its name (ContainmentError otherwise: nothing is published)."""

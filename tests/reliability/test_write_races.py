@@ -202,3 +202,40 @@ def test_the_update_run_refuses_a_link_planted_at_its_write(
     assert "changed while hermes-fleet was writing" in run.text, run.text
     assert snapshot(outside) == before, "a write went through the planted link"
     no_temp_files(tmp_path)
+
+
+# --- a hard link: the same file under another profile's name --------------------------------------------
+
+
+def _db_without_bot_chat(path: Path) -> None:
+    import sqlite3
+
+    from controller.adapters import sessions
+
+    conn = sqlite3.connect(path)
+    for statement in sessions._SCHEMA_STATEMENTS:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.hermes
+def test_a_hard_linked_state_db_is_never_written_in_place(pristine: Pristine, real_home: Path) -> None:
+    """Before: apply wrote beta's Bot Chat row into `stranger`, a profile no fleet owns."""
+    stranger = real_home / "profiles" / "stranger"
+    stranger.mkdir()
+    _db_without_bot_chat(stranger / "state.db")
+    beta_db = real_home / "profiles" / "beta" / "state.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{beta_db}{suffix}").unlink(missing_ok=True)
+    os.link(stranger / "state.db", beta_db)
+    before = snapshot(stranger)
+    run = hermes_fleet("apply", "-f", pristine.v2, "--home", real_home, "--prune")
+    assert run.code == 1 and "Traceback" not in run.text, run.text
+    assert "state.db has 2 names (a hard link)" in run.text and "bot/beta" in run.text, run.text
+    assert snapshot(stranger) == before, "the Bot Chat row went into another profile"
+    # The other bots converged; beta does once it has its own file.
+    beta_db.unlink()
+    again = hermes_fleet("apply", "-f", pristine.v2, "--home", real_home, "--prune")
+    assert again.code == 0, again.text
+    assert snapshot(stranger) == before
