@@ -455,7 +455,13 @@ def retrying(write: Callable[[], None], *, attempts: int = 3) -> None:
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes | Iterable[bytes], *, mode: int = 0o644, expect: object = UNCHECKED, via_temp: bool = False
+    path: Path,
+    data: bytes | Iterable[bytes],
+    *,
+    mode: int = 0o644,
+    expect: object = UNCHECKED,
+    via_temp: bool = False,
+    private: bool = False,
 ) -> None:
     """Replace `path` with `data` atomically (`data` may be an iterable of chunks, written as they
     are made: a 40 MB inventory never exists whole in memory).
@@ -477,11 +483,14 @@ def atomic_write_bytes(
     run-specific bytes (time stamps, fresh ids): its complete bytes then exist under a temp name
     just before it gets its own (the write hook), which is how the crash tests prove that a
     published file holds bytes this run wrote in full (docs/reliability.md#new-profiles).
+
+    `private=True` (a file of secrets): an existing file's mode loses every bit for others (a
+    hand-made 0644 `.env` becomes 0640; Hermes' own `_secure_file` makes it 0600).
     """
     try:
         if _DEFERRED.get() and not via_temp and expect in (UNCHECKED, None) and _create_new(Path(path), data, mode):
             return
-        _atomic_write(Path(path), data, mode=mode, expect=expect)
+        _atomic_write(Path(path), data, mode=mode, expect=expect, private=private)
     except OSError as exc:
         raise state_error(exc, "write", path) from exc
 
@@ -507,12 +516,14 @@ def _create_new(path: Path, data: bytes | Iterable[bytes], mode: int) -> bool:
     return True
 
 
-def _atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int, expect: object) -> None:
+def _atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int, expect: object, private: bool = False) -> None:
     with pinned(path) as (folder_fd, path, st):
         name = path.name
         if st is not None and not stat.S_ISREG(st.st_mode):
             raise bounded.NotRegular(path, bounded.kind_of(st.st_mode))
         final_mode = stat.S_IMODE(st.st_mode) if st else mode
+        if private:
+            final_mode &= ~0o007
         fd, tmp = _temp_file(folder_fd, name)
         try:
             os.fchmod(fd, final_mode & 0o777)
@@ -607,8 +618,10 @@ def read_or_none(path: Path) -> bytes | None:
     return read_bounded(path)
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, expect: object = UNCHECKED, via_temp: bool = False) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode=mode, expect=expect, via_temp=via_temp)
+def atomic_write_text(
+    path: Path, text: str, *, mode: int = 0o644, expect: object = UNCHECKED, via_temp: bool = False, private: bool = False
+) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode=mode, expect=expect, via_temp=via_temp, private=private)
 
 
 def publish_dir(staging: Path, final: Path) -> None:
