@@ -468,7 +468,9 @@ def atomic_write_bytes(
 
     An existing file keeps its mode and owner; a new file gets `mode` (0600 for secrets) from the
     moment it exists, never wider. A symlink is written through to its target, as Hermes does; the
-    caller has checked that it stays inside what it owns (adapters.home.check_profile). A folder, a FIFO
+    caller has checked that it stays inside what it owns (adapters.home.check_profile), and inside a
+    fenced home the write checks it again and goes through its folder's descriptor (`pinned`,
+    `recheck`: a link planted meanwhile is refused, never followed). A folder, a FIFO
     or a device at `path` is refused, and every OSError becomes a HermesStateError (`state_error`).
     With `expect` (the bytes we read, or None for "did not exist"), the new file goes in only if
     the file still holds them at the moment of the replace (`_replace_if_unchanged`: compare, then
@@ -584,6 +586,8 @@ def _replace_if_unchanged(folder_fd: int, tmp: str, path: Path, expect: object) 
 
 
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
+
+
 def _rename2(folder_fd: int, old: str, new: str, flags: int) -> bool:
     """renameat2(folder_fd, old, folder_fd, new, flags); False when the system or the file system
     cannot (ENOSYS, EINVAL: the caller falls back). Other errors are raised as OSError."""

@@ -8,7 +8,9 @@ folder. `check_profile` refuses a profile folder (or `profiles/`) that is a syml
 or folder hermes-fleet writes in a profile whose symlink leads out of that profile (into another
 profile, into `.hermes-fleet/`, out of the home); a link that stays inside the profile is followed,
 as Hermes follows it (docs/hermes/files.md#symlinks). `check_state_path` refuses any symlink on the
-way to our own state under `.hermes-fleet/`. Both raise ContainmentError (exit 3).
+way to our own state under `.hermes-fleet/`. Both raise ContainmentError (exit 3). A link planted
+after these checks is caught at the write itself (fsio's fence, which uses `profile_fence` and
+`check_inside_real`).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from pathlib import Path
 from controller.adapters import inventory as inventory_file
 from controller.adapters import locking, profiles
 from controller.adapters.profiles import BackupInfo
-from controller.engine import records
 from controller.core.inventory import bot_key
+from controller.engine import records
 from controller.engine.applying.bots import owned_with
 from controller.errors import ConflictError
 from controller.hermes import naming
