@@ -266,7 +266,10 @@ def ownership_dispute(inputs: Inputs, name: str) -> tuple[str | None, str] | Non
     other = inputs.observed.foreign.get(bot_key(name))
     if other:
         return other, f"fleet {other!r} records it as its own"
-    if name != DEFAULT_PROFILE and live is not None and live.exists and inputs.inventory.owns(bot_key(name)):
+    # A rename's new folder carries the old name's marker until it is rewritten (core.planning.renames
+    # decides about it, and refuses a profile it did not move there).
+    renaming = name in inputs.observed.renames
+    if name != DEFAULT_PROFILE and live is not None and live.exists and inputs.inventory.owns(bot_key(name)) and not renaming:
         return None, "it carries no owner marker: it was made again outside hermes-fleet after this fleet's profile went"
     return None
 
