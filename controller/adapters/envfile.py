@@ -207,9 +207,10 @@ def read_env(path: Path | str) -> EnvFile:
 
 
 def write_env(path: Path | str, env: EnvFile, *, expect: object = fsio.UNCHECKED) -> None:
-    """Atomic write; a new file is created 0600 (it holds secrets), an existing one keeps its mode.
+    """Atomic write; a new file is created 0600 (it holds secrets), an existing one keeps its mode
+    less any access for others (a hand-made 0644 `.env` becomes 0640).
 
     `expect`: the bytes read before editing (None: there was no file); fsio.ChangedUnderUs if
     another writer changed the file meanwhile (Hermes' `save_env_value` takes no lock).
     """
-    fsio.atomic_write_text(Path(path), env.render(), mode=0o600, expect=expect)
+    fsio.atomic_write_text(Path(path), env.render(), mode=0o600, expect=expect, private=True)

@@ -8,7 +8,9 @@ folder. `check_profile` refuses a profile folder (or `profiles/`) that is a syml
 or folder hermes-fleet writes in a profile whose symlink leads out of that profile (into another
 profile, into `.hermes-fleet/`, out of the home); a link that stays inside the profile is followed,
 as Hermes follows it (docs/hermes/files.md#symlinks). `check_state_path` refuses any symlink on the
-way to our own state under `.hermes-fleet/`. Both raise ContainmentError (exit 3).
+way to our own state under `.hermes-fleet/`. Both raise ContainmentError (exit 3). A link planted
+after these checks is caught at the write itself (fsio's fence, which uses `profile_fence` and
+`check_inside_real`).
 """
 
 from __future__ import annotations
@@ -157,7 +159,11 @@ def check_profile(root: Path, name: str, entries: tuple[str, ...] = PROFILE_ENTR
 def check_inside(path: Path, own: Path, foreign: tuple[Path, ...] = (), *, owner: str) -> None:
     """Refuse `path` when its real location (after every symlink) is not inside `own`, or is inside
     one of `foreign` (folders within `own` that belong to others)."""
-    real = _real(path)
+    check_inside_real(_real(path), path, own, foreign, owner)
+
+
+def check_inside_real(real: Path, path: Path, own: Path, foreign: tuple[Path, ...], owner: str) -> None:
+    """`check_inside` for `path` whose real location is known (`real`: fsio's open folder)."""
     if real.is_relative_to(own) and not any(real.is_relative_to(f) for f in foreign):
         return
     raise ContainmentError(

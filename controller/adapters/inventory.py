@@ -7,7 +7,6 @@ profile and saving the inventory still leaves the profile recognisably ours.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -21,6 +20,8 @@ from controller.adapters import fsio, homebounds
 from controller.adapters.home import OWNER_MARKER, check_state_path, profile_dir, state_dir
 from controller.adapters.sharing import Sharer
 from controller.errors import HermesStateError
+from controller.hermes import DEFAULT_PROFILE
+from controller.hermes.naming import profile_name_problem
 
 MARKER = OWNER_MARKER
 MAX_MARKER_BYTES = 64 * 1024
@@ -59,6 +60,7 @@ def read(root: Path, fleet: str) -> dict[str, Any] | None:
             path=str(path),
             hint="restore it from a backup, or move it away and apply with --adopt to rebuild it",
         )
+    _check_keys(path, data)
     _share_applied(data["objects"])
     return data
 
@@ -85,6 +87,44 @@ def shape_problem(data: dict[str, Any]) -> str:
             if not isinstance(entry.get(name) or "", str):
                 return f"`{name}` of {key!r} is not text"
     return ""
+
+
+def _check_keys(path: Path, data: dict[str, Any]) -> None:
+    """Every key names an object this tool makes: a bot's name becomes a path, and `bot/../x` would
+    have a release remove a marker outside the home (HermesStateError naming the key)."""
+    restored = data.get("restored")
+    restored_keys = [f"bot/{bot}" for bot in restored] if isinstance(restored, dict) else []
+    for bot, entries in restored.items() if isinstance(restored, dict) else ():
+        restored_keys.extend(entries if isinstance(entries, dict) else [f"bot/{bot}/"])
+    for key in [*data["objects"], *restored_keys]:
+        problem = key_problem(key)
+        if problem is not None:
+            raise HermesStateError(
+                f"{path}: the key {key!r} names no object hermes-fleet makes ({problem})",
+                path=str(path),
+                hint="remove that entry from the inventory (or move the file away and apply with --adopt to rebuild it)",
+            )
+
+
+def key_problem(key: object) -> str | None:
+    """Why `key` is not an inventory key this tool makes (core.inventory: `install/root`,
+    `bot/<name>`, `routine/<bot>/<title>`, `room/<name>`), or None. A bot's name becomes a path
+    (`profiles/<name>`): only a Hermes profile name (or `default`) is one, never `..` or a `/`."""
+    if not isinstance(key, str):
+        return "a key is not a string"
+    kind, _, name = key.partition("/")
+    if key == "install/root" or (kind == "room" and name and name.isprintable()):
+        return None
+    if kind == "routine":
+        name, _, title = name.partition("/")
+        if not title:
+            return "a routine key is routine/<bot>/<title>"
+    elif kind != "bot":
+        return "a key is install/root, bot/<name>, routine/<bot>/<title> or room/<name>"
+    if name == DEFAULT_PROFILE:
+        return None
+    problem = profile_name_problem(name)
+    return f"the bot name is no Hermes profile name: {problem}" if problem else None
 
 
 def _share_applied(objects: dict[str, Any]) -> None:
@@ -191,8 +231,7 @@ def write_marker(directory: Path, fleet: str, name: str) -> None:
 
 
 def remove_marker(directory: Path) -> None:
-    with contextlib.suppress(FileNotFoundError), fsio.mapped("remove", directory / MARKER):
-        os.unlink(directory / MARKER)
+    fsio.remove(directory / MARKER)  # through its checked folder (fsio.pinned): never out of the home
 
 
 def now_iso() -> str:

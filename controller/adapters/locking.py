@@ -42,7 +42,8 @@ def apply_lock(root: Path, *, timeout: float, purpose: str = "apply") -> Iterato
         with fsio.mapped("write the lock file", path):
             os.ftruncate(fd, 0)
             os.write(fd, json.dumps({"pid": os.getpid(), "purpose": purpose, "since": time.time()}).encode())
-        yield
+        with fsio.fenced(root):  # every write of the run through a checked folder descriptor
+            yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
 

@@ -588,7 +588,7 @@ def _read_backup(folder: Path) -> BackupInfo | None:
     )
 
 
-def restore_profile(root: Path, backup: str | Path) -> BackupInfo:
+def restore_profile(root: Path, backup: str | Path, check: Callable[[BackupInfo], None] | None = None) -> BackupInfo:
     """Move a backed-up tree back to `profiles/<name>`; `backup` is its directory or directory name.
 
     The backup's record stays until `discard_backup` (the caller first gives the inventory its
@@ -607,6 +607,8 @@ def restore_profile(root: Path, backup: str | Path) -> BackupInfo:
     if not _real_dir(info.tree):
         raise HermesStateError(f"{folder} is not a complete hermes-fleet backup", path=str(folder))
     _refuse_existing(root, info.name, target)
+    if check is not None:
+        check(info)  # raises to refuse (engine.restoring: no other fleet may own the name)
     fsio.make_dirs(target.parent)
     try:
         fsio.publish_dir(info.tree, target)

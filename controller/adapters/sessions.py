@@ -253,7 +253,8 @@ def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None) -> bool:
     profile_dir = Path(profile_dir)
     if not profile_dir.is_dir():
         raise HermesStateError(f"profile directory {profile_dir} does not exist", path=str(profile_dir))
-    db = profile_dir / STATE_DB
+    # Its real file, never a hard link: SQLite writes in place (fsio.in_place).
+    db = fsio.in_place(profile_dir / STATE_DB, sidecars=("-wal", "-shm", "-journal"))
     new = not os.path.lexists(db)
     if new and fsio.is_deferred() and _CAN_SERIALIZE:
         # A new profile's staging folder: nobody else can open this DB, so it is built in memory

@@ -417,6 +417,8 @@ def _foreign(root: Path, fleet: str) -> tuple[dict[str, str], dict[str, str]]:
         theirs = records.load(root, other)
         for key in theirs.objects:
             objects.setdefault(key, other)
+        for bot in theirs.restored:  # a restored bot is theirs until it is back in their manifests
+            objects.setdefault(bot_key(bot), other)
         for field in theirs.applied(INSTALL_KEY):
             install.setdefault(field, other)
     return objects, install

@@ -262,10 +262,37 @@ def install_left(inputs: Inputs) -> list[str]:
 
 
 def owned_by(inputs: Inputs, name: str) -> bool:
-    """This fleet owns the profile: by its inventory, or by the marker inside the profile."""
+    """This fleet owns the profile: by its inventory or by the marker inside the profile, and no
+    one disputes it (`ownership_dispute`): a bot is owned by at most one fleet."""
     live = inputs.observed.live.get(name)
     marker = live.marker if live is not None else None
-    return inputs.inventory.owns(bot_key(name)) or bool(marker and marker.get("fleet") == inputs.state.fleet)
+    claimed = inputs.inventory.owns(bot_key(name)) or bool(marker and marker.get("fleet") == inputs.state.fleet)
+    return claimed and ownership_dispute(inputs, name) is None
+
+
+def ownership_dispute(inputs: Inputs, name: str) -> tuple[str | None, str] | None:
+    """(the other fleet, why) when this fleet's claim on profile `name` is not proven; None when it
+    is. The owner marker in the profile is the proof (docs/reliability.md#ownership): a marker of
+    another fleet wins over this fleet's inventory; without a marker, another fleet's inventory
+    (or restored record) disputes it, and so does the profile itself when it exists: hermes-fleet
+    never publishes a profile without its marker, so an unmarked one was made by someone else
+    (a hand-made profile at a name this fleet's inventory still remembers)."""
+    fleet = inputs.state.fleet
+    live = inputs.observed.live.get(name)
+    marked = (live.marker or {}).get("fleet") if live is not None else None
+    if marked == fleet:
+        return None
+    if marked:
+        return str(marked), f"its owner marker names fleet {marked!r}"
+    other = inputs.observed.foreign.get(bot_key(name))
+    if other:
+        return other, f"fleet {other!r} records it as its own"
+    # A rename's new folder carries the old name's marker until it is rewritten (core.planning.renames
+    # decides about it, and refuses a profile it did not move there).
+    renaming = name in inputs.observed.renames
+    if name != DEFAULT_PROFILE and live is not None and live.exists and inputs.inventory.owns(bot_key(name)) and not renaming:
+        return None, "it carries no owner marker: it was made again outside hermes-fleet after this fleet's profile went"
+    return None
 
 
 def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
@@ -285,6 +312,13 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
     if foreign and foreign != fleet:
         return change(
             Action.CONFLICT, Reason.FOREIGN_OWNER, f"profile is owned by fleet {foreign!r}; two fleets never manage one object"
+        )
+    dispute = ownership_dispute(inputs, bot.name) if inputs.inventory.owns(key) else None
+    if dispute is not None and not inputs.options.adopt:
+        return change(
+            Action.CONFLICT,
+            Reason.UNMANAGED,
+            f"profile {bot.name!r} exists but {dispute[1]}; re-run with --adopt to take it over",
         )
     if live.errors:
         return change(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
@@ -344,6 +378,13 @@ def plan_orphan(inputs: Inputs, name: str) -> ObjectChange:
     live = inputs.observed.live.get(name)
     if live is not None and not live.exists:
         return orphan(Action.RELEASE, Reason.ALREADY_GONE, "removed from the manifests and already gone from the home")
+    dispute = ownership_dispute(inputs, name)
+    if dispute is not None:
+        return orphan(
+            Action.RELEASE,
+            Reason.FOREIGN_OWNER,
+            f"removed from the manifests; not deleted: {dispute[1]} (only this fleet's record goes)",
+        )
     if not inputs.options.prune:
         return orphan(
             Action.ORPHAN, Reason.REMOVED, "removed from the manifests; `apply --prune` moves it to a restorable backup"

@@ -74,8 +74,8 @@ def apply_object(
         return
     if change.action is Action.RELEASE:
         path = profile_dir(root, name)
-        if name != DEFAULT_PROFILE and path.is_dir():
-            inventory_file.remove_marker(path)
+        if name != DEFAULT_PROFILE and (inventory_file.read_marker(root, name) or {}).get("fleet") == fleet:
+            inventory_file.remove_marker(path)  # only our own marker: another fleet's stays
         inventory.objects.pop(bot_key(name), None)
         return
     bot = inputs.state.bots[name]
