@@ -201,14 +201,26 @@ def read_marker(root: Path, name: str) -> dict[str, Any] | None:
 def read_marker_any(root: Path, name: str) -> dict[str, Any] | None:
     """The owner marker inside profile `name`'s folder whatever profile it names (after a rename cut
     short, the moved folder still holds the old name's marker)."""
+    return read_marker_checked(root, name)[0]
+
+
+def read_marker_checked(root: Path, name: str) -> tuple[dict[str, Any] | None, str]:
+    """(the marker or None, why a marker file that is there cannot be read: "" when it is absent or
+    readable). A bot can write its own folder: a marker it spoiled puts that bot in error rather
+    than reading as "no marker", which would make its profile look hand-made (a conflict that
+    refuses the whole apply)."""
+    path = profile_dir(root, name) / MARKER
     try:
-        path = profile_dir(root, name) / MARKER
         data = homebounds.parse_json(bounded.read_bytes(path, MAX_MARKER_BYTES).decode("utf-8"), str(path), "marker", "")
-    except (OSError, ValueError, HermesStateError):  # missing, unreadable, not a file, not JSON: no valid marker
-        return None
+    except FileNotFoundError:
+        return None, ""
+    except HermesStateError as exc:
+        return None, exc.message
+    except (OSError, ValueError) as exc:  # unreadable, not a file, not UTF-8 or not JSON
+        return None, f"{path}: the owner marker cannot be read ({type(exc).__name__})"
     if not isinstance(data, dict) or not isinstance(data.get("profile"), str) or not isinstance(data.get("fleet"), str):
-        return None
-    return data
+        return None, f"{path}: the owner marker is not one hermes-fleet writes"
+    return data, ""
 
 
 def marker_text(fleet: str, name: str) -> str:

@@ -198,12 +198,15 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
     meta = _read(errors, path, lambda: profilemeta.ProfileMeta.load(path / "profile.yaml"))
     soul = _read_soul(errors, path)
     avatar, avatar_files = _read_avatar(errors, path)
+    marker, marker_problem = inventory_file.read_marker_checked(root, name) if name != DEFAULT_PROFILE else (None, "")
+    if marker_problem:
+        errors.append(marker_problem)
     live = LiveProfile(
         name=name,
         path=path,
         exists=True,
         tombstoned=tombstoned,
-        marker=inventory_file.read_marker(root, name) if name != DEFAULT_PROFILE else None,
+        marker=marker if marker is not None and marker["profile"] == name else None,
         config=_shared_config(config, pool) if config is not None else None,
         env=env.as_dict() if env is not None else None,
         description=meta.description if meta is not None else None,

@@ -313,6 +313,8 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
         return change(
             Action.CONFLICT, Reason.FOREIGN_OWNER, f"profile is owned by fleet {foreign!r}; two fleets never manage one object"
         )
+    if live.errors:  # before the marker is judged: a spoiled one is this bot's error, not a stranger's profile
+        return change(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
     dispute = ownership_dispute(inputs, bot.name) if inputs.inventory.owns(key) else None
     if dispute is not None and not inputs.options.adopt:
         return change(
@@ -320,8 +322,6 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
             Reason.UNMANAGED,
             f"profile {bot.name!r} exists but {dispute[1]}; re-run with --adopt to take it over",
         )
-    if live.errors:
-        return change(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
     if bot.name in obs.secret_errors:
         return change(Action.ERROR, Reason.SECRET_UNAVAILABLE, obs.secret_errors[bot.name])
     inherits = {k for k in inputs.state.install_env if f"env:{k}" not in inputs.state.root_only}
