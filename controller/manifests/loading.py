@@ -180,7 +180,8 @@ def discover(paths: list[str], *, recursive: bool = True, skip: Path | None = No
     """Expand `-f` arguments into a sorted, de-duplicated list of files ("-" is stdin).
 
     A folder is read with its sub-folders (a fleet split over `bots/`, `rooms/` is one set);
-    names starting with "." and encrypted secret files (`*.enc.yaml`, `*.sops.yaml`) are skipped. `recursive=False` reads only the folder itself.
+    names starting with "." and encrypted secret files (`*.enc.yaml`, `*.sops.yaml`) are skipped.
+    `recursive=False` reads only the folder itself.
     `skip` is the Hermes home: a recursive search never reads its files (profile.yaml,
     config.yaml) as manifests when the home sits inside the manifests' folder.
     """
