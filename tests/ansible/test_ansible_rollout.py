@@ -55,12 +55,27 @@ class Fleet:
         for key, value in (("user.name", "Rollout Tester"), ("user.email", "r@example.invalid"), ("commit.gpgsign", "false")):
             _git(self.work, "config", key, value)
         _git(self.work, "remote", "add", "origin", str(self.bare))
+        # The documented SOPS layout: an encrypted file among the manifests, read by sops, never as a manifest.
+        self.sops, keygen = require_tool("sops"), require_tool("age-keygen")
+        self.age_key = base / "age.key"
+        subprocess.run([keygen, "-o", str(self.age_key)], check=True, capture_output=True, timeout=30)
+        recipient = next(line.split(": ", 1)[1] for line in self.age_key.read_text().splitlines() if "public key: " in line)
+        (base / "secrets.yaml").write_text("token: sops-token-0123456789\n")
+        encrypted = subprocess.run(
+            [self.sops, "--disable-version-check", "--encrypt", "--age", recipient, str(base / "secrets.yaml")],
+            check=True, capture_output=True, text=True, timeout=60,
+        ).stdout  # fmt: skip
+        (self.work / "fleet").mkdir(parents=True)
+        (self.work / "fleet" / "secrets.enc.yaml").write_text(encrypted)
 
     def commit(self, title: str, *, extra_bot_on: str | None = None, secret_command: dict[str, list[str]] | None = None) -> str:
         bots: list[dict[str, Any]] = [
             {"name": f"bot-{m}", "host": m, "title": f"{title} {m}", "env": {"PEER_KEY": {"from_env": "FLEET_PEER_KEY"}}}
             for m in MACHINES
         ]
+        bots[0]["env"]["SOPS_TOKEN"] = {
+            "from_command": [self.sops, "--disable-version-check", "-d", "--extract", '["token"]', "secrets.enc.yaml"]
+        }
         for bot in bots:  # a secret read from a store on that machine: {machine: argv}
             if bot["host"] in (secret_command or {}):
                 bot["env"]["STORE_TOKEN"] = {"from_command": (secret_command or {})[bot["host"]]}
@@ -140,9 +155,10 @@ class Lab:
                     "hermes_fleet_known_hosts": ["git.example.internal ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHRlc3Q="],
                     # One key for the whole fleet, generated once on the control node and kept there.
                     "hermes_fleet_secrets": {
+                        "SOPS_AGE_KEY_FILE": str(fleet.age_key),
                         "FLEET_PEER_KEY": "{{ lookup('ansible.builtin.password', '"
                         + str(base / "credentials" / "peer-key")
-                        + " chars=ascii_letters,digits length=40') }}"
+                        + " chars=ascii_letters,digits length=40') }}",
                     },
                 },
             }
@@ -315,6 +331,8 @@ def test_a_rollout_converges_every_machine_wave_by_wave(lab: Lab, converged: str
         assert lab.pin(name) == f"HERMES_FLEET_REF={first}"
         peer_key = (lab.machines[name] / "home" / "profiles" / f"bot-{name}" / ".env").read_text()
         assert re.search(r"^PEER_KEY=[A-Za-z0-9]{40}$", peer_key, re.MULTILINE), "the secret came from the secrets file"
+    # fleet/secrets.enc.yaml sits among the manifests: sops read it for m1's bot, no plan read it as a manifest.
+    assert "SOPS_TOKEN=sops-token-0123456789" in (lab.machines["m1"] / "home" / "profiles" / "bot-m1" / ".env").read_text()
     # Rolled out again: every plan finds nothing, nothing is applied.
     again = lab.rollout(first)
     assert again.returncode == 0 and all(r["changed"] == 0 for r in _recap(again.stdout).values()), again.stdout[-4000:]
