@@ -43,8 +43,11 @@ def load(unit: str) -> dict:
 
 
 def save(unit: str, state: dict) -> None:
-    state_path(unit).parent.mkdir(parents=True, exist_ok=True)
-    state_path(unit).write_text(json.dumps(state, indent=1, sort_keys=True))
+    path = state_path(unit)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}")
+    temp.write_text(json.dumps(state, indent=1, sort_keys=True))
+    os.replace(temp, path)  # Ansible's forks run several systemctl at once
 
 
 def environment(path: Path) -> dict[str, str]:

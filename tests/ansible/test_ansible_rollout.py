@@ -111,6 +111,7 @@ class Lab:
                 "hermes_fleet_user_home": str(root / "user"),
                 "hermes_fleet_gateway_profiles": ["default", f"bot-{name}"],  # each bot's routines need a ticker
                 "hermes_fleet_unit_name": f"hermes-fleet-watch-{name}.service",  # one systemctl serves all five
+                "hermes_fleet_gateway_unit": f"hermes-gateway-{name}@.service",
             }
         # m1 installs hermes-fleet from this checkout into a fresh virtualenv, like a new server.
         hosts["m1"].update(
@@ -294,7 +295,7 @@ def test_bootstrap_sets_up_each_machine(lab: Lab, bootstrapped: tuple[str, subpr
         assert f"--host {name}" in unit and "--ref ${HERMES_FLEET_REF}" in unit and f"ReadWritePaths={root / 'home'}" in unit
         assert "--health-token-file" in unit and "--ssh-key" in unit and "metrics-mmm" not in unit
         assert (root / "home").stat().st_mode & 0o777 == 0o700
-        gateway = (root / "systemd" / "hermes-gateway@.service").read_text()
+        gateway = (root / "systemd" / f"hermes-gateway-{name}@.service").read_text()
         assert "-p %i gateway run" in gateway and f"Environment=HERMES_HOME={root / 'home'}" in gateway
     if lab.hermes is not None:
         link = lab.machines["m2"] / "bin" / "hermes"
@@ -310,8 +311,8 @@ def test_bootstrap_sets_up_each_machine(lab: Lab, bootstrapped: tuple[str, subpr
         verified = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False)
         assert verified.returncode == 0, verified.stderr
         # The templated gateway unit, as the instance of one bot (the ExecStart binary must exist: m2 links it).
-        instance = lab.machines["m2"] / "systemd" / "hermes-gateway@bot-m2.service"
-        instance.write_text((lab.machines["m2"] / "systemd" / "hermes-gateway@.service").read_text())
+        instance = lab.machines["m2"] / "systemd" / "hermes-gateway-m2@bot-m2.service"
+        instance.write_text((lab.machines["m2"] / "systemd" / "hermes-gateway-m2@.service").read_text())
         verified = subprocess.run([analyze, "verify", str(instance)], capture_output=True, text=True, timeout=60, check=False)
         instance.unlink()
         assert lab.hermes is None or verified.returncode == 0, verified.stderr
