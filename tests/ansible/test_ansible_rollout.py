@@ -401,7 +401,7 @@ def test_a_failed_apply_leaves_its_wave_pinned_and_watching(lab: Lab, converged:
     run = lab.rollout(third)
     assert run.returncode != 0, run.stdout[-6000:]
     recap = _recap(run.stdout)
-    assert recap["m3"]["failed"] == 1 and recap["m2"]["failed"] == 0 and recap["m3"]["rescued"] == 1, recap
+    assert recap["m3"]["failed"] == 1 and recap["m2"]["failed"] == 0 and recap["m3"]["rescued"] == 1, run.stdout[-8000:]
     assert "Apply this machine's slice: non-zero return code" in run.stdout, run.stdout[-6000:]
     assert "m4" not in recap and "m5" not in recap, "the last wave never started"
     for name in ("m1", "m2"):  # the canary, and m3's partner in the failing wave
