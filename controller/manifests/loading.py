@@ -37,6 +37,9 @@ MAX_STRING = 1_000_000  # characters in one string (a key or a value)
 MAX_ITEMS = 100_000  # entries in one list or map
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # what YAML, JSON and Hermes' readers all carry exactly
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# Encrypted secret files kept beside the manifests (SOPS: `secrets.enc.yaml`; docs/manifest.md#from_command)
+# are read by `from_command`, never as manifests.
+SECRET_SUFFIXES = tuple(mark + suffix for mark in (".enc", ".sops") for suffix in MANIFEST_SUFFIXES)
 STDIN = "<stdin>"
 
 _STR = "tag:yaml.org,2002:str"
@@ -177,7 +180,8 @@ def discover(paths: list[str], *, recursive: bool = True, skip: Path | None = No
     """Expand `-f` arguments into a sorted, de-duplicated list of files ("-" is stdin).
 
     A folder is read with its sub-folders (a fleet split over `bots/`, `rooms/` is one set);
-    names starting with "." are skipped. `recursive=False` reads only the folder itself.
+    names starting with "." and encrypted secret files (`*.enc.yaml`, `*.sops.yaml`) are skipped.
+    `recursive=False` reads only the folder itself.
     `skip` is the Hermes home: a recursive search never reads its files (profile.yaml,
     config.yaml) as manifests when the home sits inside the manifests' folder.
     """
@@ -189,6 +193,11 @@ def discover(paths: list[str], *, recursive: bool = True, skip: Path | None = No
         path = Path(raw)
         if path.is_dir():
             found.extend(_files_in(path, recursive, skip.resolve() if skip is not None else None))
+        elif path.name.endswith(SECRET_SUFFIXES):
+            raise UsageError(
+                f"{raw}: an encrypted secrets file (*.enc.yaml, *.sops.yaml) is never read as a manifest",
+                hint="pass the manifests' folder or files; a from_command secret reads this file",
+            )
         elif path.exists():
             found.append(str(path))
         else:
@@ -197,7 +206,7 @@ def discover(paths: list[str], *, recursive: bool = True, skip: Path | None = No
     if not unique:
         raise UsageError(
             f"no manifest files (*.yaml, *.yml, *.json) found in {', '.join(paths)}",
-            hint="check the -f path (sub-folders are searched; names starting with '.' are skipped)"
+            hint="check the -f path (sub-folders are searched; names starting with '.' and *.enc.yaml/*.sops.yaml are skipped)"
             if recursive
             else "check the -f path",
         )
@@ -209,12 +218,17 @@ def _files_in(folder: Path, recursive: bool, skip: Path | None = None) -> Iterat
         for root, dirs, files in os.walk(folder):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and (skip is None or (Path(root) / d).resolve() != skip))
             for name in sorted(files):
-                if name.endswith(MANIFEST_SUFFIXES) and not name.startswith("."):
+                if is_manifest_name(name):
                     yield str(Path(root) / name)
     else:
         for child in sorted(folder.iterdir()):
-            if child.is_file() and child.name.endswith(MANIFEST_SUFFIXES) and not child.name.startswith("."):
+            if child.is_file() and is_manifest_name(child.name):
                 yield str(child)
+
+
+def is_manifest_name(name: str) -> bool:
+    """A file a folder read takes as a manifest: *.yaml, *.yml, *.json, not hidden, not encrypted secrets."""
+    return name.endswith(MANIFEST_SUFFIXES) and not name.startswith(".") and not name.endswith(SECRET_SUFFIXES)
 
 
 # --- reading and parsing ---------------------------------------------------------------------

@@ -100,11 +100,14 @@ def test_sops_with_age_extracts_one_key(home: Path, manifests: Path, tmp_path: P
     assert SECRET not in encrypted
     (manifests / "secrets.enc.yaml").write_text(encrypted)
     ref = {"from_command": [sops, "--disable-version-check", "-d", "--extract", '["openrouter"]', "secrets.enc.yaml"]}
-    manifest = write_fleet(manifests, bot_with(ref))
-    run = apply(manifest, home)
+    write_fleet(manifests, bot_with(ref))
+    # The documented layout: the encrypted file among the manifests, the folder applied (`-f fleet/`).
+    # `*.enc.yaml` is never read as a manifest; sops reads it.
+    run = apply(manifests, home)
     assert run.code == 0, run.text
     assert f"OPENROUTER_API_KEY={SECRET}" in env_file(home, "alpha")
     assert SECRET not in run.text
+    assert plan(manifests, home, "--detailed-exitcode").code == 0
 
 
 def script(folder: Path, name: str, body: str) -> str:

@@ -49,6 +49,16 @@ def test_discover_recursive_walks_sub_folders_but_skips_hidden_ones(tmp_path: Pa
     ]
 
 
+def test_discover_skips_encrypted_secret_files(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    for name in ("bots.yaml", "secrets.enc.yaml", "keys.sops.yml", "sub/more.enc.json", "sub/rooms.yml", ".sops.yaml"):
+        (tmp_path / name).write_text("a: 1\n")
+    assert loading.discover([str(tmp_path)]) == [str(tmp_path / "bots.yaml"), str(tmp_path / "sub" / "rooms.yml")]
+    assert loading.discover([str(tmp_path)], recursive=False) == [str(tmp_path / "bots.yaml")]
+    with pytest.raises(UsageError, match=r"secrets\.enc\.yaml: an encrypted secrets file .* is never read as a manifest"):
+        loading.discover([str(tmp_path / "secrets.enc.yaml")])
+
+
 def test_discover_keeps_stdin_and_drops_duplicates(tmp_path: Path) -> None:
     path = tmp_path / "a.yaml"
     path.write_text("x: 1\n")

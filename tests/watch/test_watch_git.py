@@ -11,6 +11,7 @@ import hashlib
 import os
 import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -244,3 +245,32 @@ def test_each_applying_run_is_a_history_entry_with_its_commit(user: Path, remote
     assert title(home, "alpha") == "First" and not (home / "profiles" / "beta").exists()
     shown = json.loads(cli(user, "history", "show", "3", "--home", home, "-o", "json").stdout)["entry"]
     assert shown["command"] == "rollback" and shown["source"]["rollback_of"] == 1 and shown["source"]["revision"] == first
+
+
+def test_an_encrypted_secrets_file_under_path_is_read_by_sops_not_as_a_manifest(
+    user: Path, remote: Remote, home: Path, tmp_path: Path
+) -> None:
+    """The documented SOPS layout (docs/manifest.md#from_command) in a repository: `fleet/secrets.enc.yaml`
+    beside the manifests. The reconciler applies the commit; the bot's value came from real sops."""
+    from tests.tools import require_tool
+    from tests.watch.harness import cli
+
+    sops, keygen = require_tool("sops"), require_tool("age-keygen")
+    key = tmp_path / "age.key"
+    subprocess.run([keygen, "-o", str(key)], check=True, capture_output=True, timeout=30)
+    recipient = next(line.split(": ", 1)[1] for line in key.read_text().splitlines() if line.startswith("# public key: "))
+    plain = tmp_path / "secrets.yaml"
+    plain.write_text("anthropic: sk-ant-from-sops-0123456789\n")
+    encrypted = subprocess.run(
+        [sops, "--disable-version-check", "--encrypt", "--age", recipient, str(plain)],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout  # fmt: skip
+    (remote.work / "fleet").mkdir(parents=True)
+    (remote.work / "fleet" / "secrets.enc.yaml").write_text(encrypted)
+    ref = {"from_command": [sops, "--disable-version-check", "-d", "--extract", '["anthropic"]', "secrets.enc.yaml"]}
+    remote.commit([{"name": "alpha", "env": {"ANTHROPIC_API_KEY": ref}}], "with sops")
+    remote.push()
+    run = cli(user, "watch", "--once", "--git", remote.url, "--path", "fleet", "--home", home, SOPS_AGE_KEY_FILE=str(key))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "ANTHROPIC_API_KEY=sk-ant-from-sops-0123456789" in (home / "profiles" / "alpha" / ".env").read_text()
+    assert "sk-ant-from-sops" not in run.stdout + run.stderr
