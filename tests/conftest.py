@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.hermes_support import INSTALL_HINT, HermesCLI, hermes_bin
+from tests.hermes_support import HermesCLI, require_hermes
 
 # CI explores the same examples every run (a fuzzer finding must not decide whether a change
 # lands); a developer's run keeps exploring new ones.
@@ -28,10 +28,4 @@ def hermes_root(tmp_path: Path) -> Path:
 @pytest.fixture
 def hermes(hermes_root: Path, tmp_path: Path) -> HermesCLI:
     """The real hermes 0.19.0 CLI with HERMES_HOME=hermes_root; skipped (failed on CI) if absent."""
-    binary = hermes_bin()
-    if binary is None:
-        message = f"hermes-agent 0.19.0 is not installed: {INSTALL_HINT}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return HermesCLI(binary, hermes_root, tmp_path)
+    return HermesCLI(require_hermes(), hermes_root, tmp_path)

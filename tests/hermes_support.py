@@ -10,6 +10,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 HERMES_VERSION = "0.19.0"
 INSTALL_HINT = "run .ci/install-hermes and export HERMES_FLEET_HERMES_BIN=<the path it prints>"
 
@@ -46,6 +48,18 @@ def hermes_bin() -> Path | None:
     explicit = os.environ.get("HERMES_FLEET_HERMES_BIN")
     candidate = Path(explicit) if explicit else default_venv() / "bin" / "hermes"
     return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+
+def require_hermes() -> Path:
+    """The hermes binary; the calling test is skipped when it is not installed, and failed on CI
+    (which installs it: a missing Hermes there is a broken install, not a reason to skip)."""
+    binary = hermes_bin()
+    if binary is not None:
+        return binary
+    message = f"hermes-agent 0.19.0 is not installed: {INSTALL_HINT}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 class HermesCLI:

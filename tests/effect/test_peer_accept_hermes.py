@@ -12,7 +12,6 @@ for `HERMES_PEER_<NAME>_KEY`) and calls beta the way main's `hermes peer` client
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hermes_support import INSTALL_HINT, HermesCLI, hermes_bin
+from tests.hermes_support import INSTALL_HINT, HermesCLI, require_hermes
 from tests.integration.helpers import apply
 
 pytestmark = pytest.mark.hermes
@@ -79,12 +78,7 @@ def _fleet(folder: Path, port: int) -> Path:
 
 
 def test_the_accepting_gateway_serves_the_peer_key_and_each_bot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    binary = hermes_bin()
-    if binary is None:
-        message = f"hermes-agent 0.19.0 is not installed: {INSTALL_HINT}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    binary = require_hermes()
     monkeypatch.setenv("BETA_PEER_KEY", KEY)
     port = _free_port()
     fleet = _fleet(tmp_path, port)

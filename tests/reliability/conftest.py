@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hermes_support import INSTALL_HINT, hermes_bin
+from tests.hermes_support import require_hermes
 from tests.reliability import scenario
 
 
@@ -23,13 +23,7 @@ class Pristine:
 
 
 def need_hermes() -> None:
-    if hermes_bin() is None:
-        import os
-
-        message = f"hermes-agent 0.19.0 is not installed: {INSTALL_HINT}"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require_hermes()
 
 
 @pytest.fixture(scope="module")
