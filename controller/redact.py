@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 MASK = "***"
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'\"<>`]+")  # a bounded scheme: linear on a long line
 _SSH_SCHEMES = ("ssh", "git+ssh", "ssh+git")  # ssh://git@host/...: a user name, not a credential
 
 
@@ -221,9 +221,10 @@ def redact_text(text: str) -> str:
     """Every `scheme://...` URL inside `text` redacted (see redact_url)."""
     if "://" not in text:
         return text
-    if len(text) < 4096:
+    if len(text) < 4096 or "\n" not in text:
         return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
     # A long text (a whole output): only its lines with a URL (the pattern is slow on long runs of words).
+    # One long line is matched whole above: splitting it again would recurse forever.
     return "\n".join(redact_text(line) if "://" in line else line for line in text.split("\n"))
 
 

@@ -166,7 +166,8 @@ def validate(
         yaml11.give_hermes_meaning(doc)
     models = [(doc, m) for doc in documents if (m := _check_schema(doc, report)) is not None]
     gathered = _gather(models, report)
-    schema_failed = report.schema_failed
+    # A schema error, or a document refused before its schema (not a mapping, another apiVersion or kind).
+    schema_failed = report.schema_failed or len(models) < len(documents)
     fleet_name = _resolve_fleet(gathered, fleet, report, documents, quiet=schema_failed)
     if fleet_name is None and not documents and not report.items:
         report.items.append(

@@ -42,13 +42,14 @@ def save(path: str, planned: Planned, *, host: str | None, options: Options, her
         "home": str(planned.root),
         "host": host,
         "hermes_version": hermes_version,
-        "options": {"prune": options.prune, "adopt": options.adopt, "rooms": options.rooms},
+        "options": {"prune": options.prune, "adopt": options.adopt, "rooms": options.rooms, "rehost": options.rehost},
         "selection": planned.selection,
         "observed": {"digest": fingerprint.digest(files), "files": files},
         "objects": objects(planned),
     }
     try:
-        fsio.atomic_write_text(Path(path), json.dumps(data, indent=1, sort_keys=True) + "\n")
+        # 0600: it holds a digest of every home file, `.env` included (no value, but not for everyone).
+        fsio.atomic_write_text(Path(path), json.dumps(data, indent=1, sort_keys=True) + "\n", mode=0o600)
     except OSError as exc:
         raise UsageError(f"cannot write the plan to {path}: {exc.strerror or exc}") from exc
 
@@ -60,18 +61,41 @@ def load(path: str) -> dict[str, Any]:
         raise UsageError(f"cannot read the plan file {path}: {exc.strerror or exc}") from exc
     except ValueError as exc:
         raise UsageError(f"{path} is not a saved plan (not JSON: {exc})", hint="make one with `plan --out FILE`") from exc
-    fields = ("digest", "home", "options", "observed", "objects")
-    if not isinstance(data, dict) or data.get("kind") != KIND or not all(k in data for k in fields):
+    if not isinstance(data, dict) or data.get("kind") != KIND:
         raise UsageError(f"{path} is not a saved plan", hint="make one with `hermes-fleet plan --out FILE`")
     if data.get("schemaVersion") != VERSION:
         raise UsageError(f"{path} is a saved plan of another format ({data.get('schemaVersion')!r}); make it again")
+    if not _well_formed(data):
+        raise UsageError(f"{path} is not a saved plan (a field has the wrong type)", hint="make it again with `plan --out FILE`")
     return data
+
+
+def _well_formed(data: dict[str, Any]) -> bool:
+    """The types `save` writes, where `apply --plan` relies on them (a hand-edited file is a usage
+    error, never a traceback under the apply lock)."""
+    observed = data.get("observed")
+    return (
+        all(isinstance(data.get(k), str) for k in ("digest", "home"))
+        and isinstance(data.get("options"), dict)
+        and isinstance(observed, dict)
+        and isinstance(observed.get("digest"), str)
+        and isinstance(observed.get("files"), dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in observed["files"].items())
+        and isinstance(data.get("objects"), list)
+        and all(isinstance(o, dict) for o in data["objects"])
+        and isinstance(data.get("selection", ""), str)
+        and (data.get("host") is None or isinstance(data.get("host"), str))
+    )
 
 
 def options_of(saved: dict[str, Any], *, yes: bool) -> Options:
     chosen = saved["options"]
     return Options(
-        prune=bool(chosen.get("prune")), adopt=bool(chosen.get("adopt")), yes=yes, rooms=bool(chosen.get("rooms", True))
+        prune=bool(chosen.get("prune")),
+        adopt=bool(chosen.get("adopt")),
+        yes=yes,
+        rooms=bool(chosen.get("rooms", True)),
+        rehost=bool(chosen.get("rehost")),
     )
 
 
@@ -98,7 +122,7 @@ def check_home(saved: dict[str, Any], path: str, planned: Planned) -> None:
         changed.append("the home changed: " + _differences(saved["observed"]["files"], files))
     now = objects(planned)
     if now != saved["objects"]:
-        before = {f"{o['kind']}/{o['name']}": o for o in saved["objects"]}
+        before = {f"{o.get('kind')}/{o.get('name')}": o for o in saved["objects"]}
         after = {f"{o['kind']}/{o['name']}": o for o in now}
         keys = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
         changed.append("the plan made now differs for " + _names(keys))

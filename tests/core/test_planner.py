@@ -865,3 +865,14 @@ def test_other_profiles_without_shared_tags_change_nothing() -> None:
         plan = planning.plan(inputs)
     assert actions(plan)["bot/alpha"] == (Action.NOOP, Reason.MANAGED)
     assert not any("@" in n for n in plan.notes)
+
+
+def test_a_removed_bot_whose_marker_is_spoiled_is_an_error_not_a_release() -> None:
+    """A bot removed from the manifests with an unreadable owner marker (its own folder: it can write
+    there) stays this fleet's, in error; it is not released as "made outside hermes-fleet"."""
+    spoiled = dataclasses.replace(live_from(ALPHA), marker=None, errors=("profiles/alpha/.hermes-fleet.json: too deep",))
+    inputs = with_options(with_live(dataclasses.replace(BASELINE, state=state()), alpha=spoiled), prune=True, yes=True)
+    with no_filesystem():
+        (change,) = [c for c in planning.plan(inputs).changes if c.key == "bot/alpha"]
+    assert (change.action, change.code) == (Action.ERROR, Reason.UNREADABLE)
+    assert "too deep" in change.reason

@@ -96,3 +96,24 @@ def test_the_saved_options_are_used_and_bad_files_are_usage_errors(home: Path, m
     other = tmp_path / "other-home"
     run = hermes_fleet("apply", "-f", manifest, "--home", other, "--plan", tmp_path / "plan.json")
     assert run.code == 3 and f"it was made for the home {home}, not {other}" in run.err
+
+
+def test_a_hand_edited_plan_file_is_a_usage_error_and_private(home: Path, manifests: Path, tmp_path: Path) -> None:
+    """Wrong types in a plan file were tracebacks (one under the apply lock); the file holds a digest
+    of every `.env`, so it is written 0600."""
+    manifest = write_fleet(manifests, [{"name": "a"}])
+    data = saved(manifest, home, tmp_path / "plan.json")
+    assert (tmp_path / "plan.json").stat().st_mode & 0o777 == 0o600
+    for field, value in (("options", []), ("observed", []), ("digest", 5), ("objects", {"a": 1})):
+        (tmp_path / "bad.json").write_text(json.dumps({**data, field: value}))
+        run = apply(manifest, home, "--plan", tmp_path / "bad.json")
+        assert run.code == 2 and "is not a saved plan" in run.err and "Traceback" not in run.text, (field, run.text)
+
+
+def test_a_saved_plan_keeps_rehost(home: Path, manifests: Path, tmp_path: Path) -> None:
+    """`plan --rehost --out` then `apply --plan`: the move the reviewer saw is the one applied."""
+    manifest = write_fleet(manifests, [{"name": "a", "host": "office"}, {"name": "b", "host": "spark"}])
+    assert apply(manifest, home, "--host", "office").code == 0
+    saved(manifest, home, tmp_path / "plan.json", "--host", "spark", "--rehost")
+    run = apply(manifest, home, "--host", "spark", "--plan", tmp_path / "plan.json")
+    assert run.code == 0, run.text

@@ -86,3 +86,19 @@ def test_a_credential_a_person_put_in_a_live_url_is_masked_in_plans(tmp_path: Pa
         run = hermes_fleet("plan", "-f", manifest, "--home", home, "-o", output)
         assert run.code == 0 and "mcp_servers" in run.out, run.text
         assert "SECRET" not in run.text and "***@mcp.example" in run.out, run.out
+
+
+def test_a_long_line_with_a_url_is_masked_without_recursion_or_quadratic_time() -> None:
+    """One line of 4096+ characters was split into itself forever (RecursionError in every verb's
+    output); a long run of letters before `://` made the pattern quadratic (51 s for 200 KB)."""
+    import time
+
+    from controller.redact import redact_text
+
+    line = "see https://u:pw@example.com/x?token=abc " + "word " * 3000
+    masked = redact_text(line)
+    assert "pw@" not in masked and "token=abc" not in masked and len(masked) < len(line)
+    begun = time.monotonic()
+    masked = redact_text("x" * 200_000 + "https://u:p@a.b/?k=v")
+    assert "u:p@" not in masked and "k=v" not in masked
+    assert time.monotonic() - begun < 5  # linear: about 0.02 s here

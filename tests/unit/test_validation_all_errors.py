@@ -130,3 +130,11 @@ def test_every_linked_docs_section_exists() -> None:
     anchors = _anchors((ROOT / "docs" / "manifest.md").read_text())
     linked = {*validating._FIELD_SECTIONS.values(), *validating._MODEL_SECTIONS.values(), "documents"}
     assert linked <= anchors, linked - anchors
+
+
+def test_a_document_refused_before_its_schema_adds_no_second_error(tmp_path: Path) -> None:
+    """Another apiVersion is one error; it did not also leave "no fleet name" behind it."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text("apiVersion: hermes-fleet/v2\nkind: Fleet\nmetadata: {name: acme}\nspec: {bots: [{name: a}]}\n")
+    run = hermes_fleet("validate", "-f", path)
+    assert run.code == 2 and "unknown apiVersion" in run.out and "1 error(s)" in run.out, run.text

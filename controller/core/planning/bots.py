@@ -378,6 +378,8 @@ def plan_orphan(inputs: Inputs, name: str) -> ObjectChange:
     live = inputs.observed.live.get(name)
     if live is not None and not live.exists:
         return orphan(Action.RELEASE, Reason.ALREADY_GONE, "removed from the manifests and already gone from the home")
+    if live is not None and live.errors:  # a spoiled marker is this bot's error, not a stranger's profile
+        return orphan(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
     dispute = ownership_dispute(inputs, name)
     if dispute is not None:
         return orphan(

@@ -101,9 +101,6 @@ def apply_rooms(
                 if session is None and change.action is not Action.RELEASE:
                     session = gw.open_session(root, options, writes=True)
                 pending = _apply_room(root, change, inputs, session, options)
-                ok, error = not pending, "pending: " + "; ".join(pending) if pending else ""
-                report(change, ok, error, writes=tuple(session.sent[mark:]) if session else ())
-                continue
             except RoomChanged as exc:
                 ok, error, conflict = False, f"conflict: {exc}", True
             except gw.GatewayOutcomeUnknown as exc:
@@ -112,6 +109,8 @@ def apply_rooms(
                 ok, error, conflict = False, explain(exc, inputs.observed.rooms), False
             except ControllerError as exc:  # the adapters map every OSError onto the error tree
                 ok, error, conflict = False, failure(exc), False
+            else:  # reported outside the try: an error while recording it is not this room's failure too
+                ok, error, conflict = not pending, "pending: " + "; ".join(pending) if pending else "", False
             report(change, ok, error, conflict, writes=tuple(session.sent[mark:]) if session else ())
     finally:
         if session is not None:
