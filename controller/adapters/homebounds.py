@@ -195,7 +195,9 @@ def parse_json(text: str, source: str, what: str, hint: str, *, strict: bool = T
         raise HermesStateError(
             f"cannot read {what} {source}: nested deeper than {MAX_DEPTH} levels", path=source, hint=hint
         ) from None
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
+        raise HermesStateError(f"cannot read {what} {source}: not valid JSON ({exc})", path=source, hint=hint) from exc
+    except ValueError as exc:  # a bound (_bounded_int) says what it refused
         raise HermesStateError(f"cannot read {what} {source}: {exc}", path=source, hint=hint) from exc
     if walk and too_deep(data):
         raise HermesStateError(f"cannot read {what} {source}: nested deeper than {MAX_DEPTH} levels", path=source, hint=hint)
