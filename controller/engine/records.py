@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +9,7 @@ from controller.adapters import inventory as inventory_file
 from controller.core.inventory import Inventory
 from controller.core.types import LiveProfile
 from controller.errors import HermesStateError
-
-HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}\Z")  # models.fleet.HostName
+from controller.manifests import reading
 
 
 def load(root: Path, fleet: str) -> Inventory:
@@ -20,7 +18,7 @@ def load(root: Path, fleet: str) -> Inventory:
         return Inventory(fleet=fleet)
     _check_bot_fields(root, fleet, data["objects"])
     host = data.get("host")
-    if host is not None and not (isinstance(host, str) and HOST_NAME.match(host)):
+    if host is not None and not (isinstance(host, str) and reading.HOST_NAME.match(host)):
         # The slice this home was converged as: never guessed (a plan for the wrong slice orphans bots).
         path = inventory_file.inventory_path(root, fleet)
         raise HermesStateError(

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Any
 
 from controller.diagnostics import Diagnostic
 from controller.manifests import desired, loading, validating
+
+# A host name, as `host:` in manifests takes it (models.fleet.HostName); \Z: "$" would take a trailing newline.
+HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}\Z")
 
 
 def load_paths(paths: list[str], *, recursive: bool, fleet: str | None, skip: Path | None = None) -> validating.ValidationResult:

@@ -7,7 +7,6 @@ Names given on the command line follow the rules names in manifests follow (`che
 from __future__ import annotations
 
 import argparse
-import re
 
 from controller.adapters.gateway import GatewayOptions
 from controller.adapters.home import resolve_root
@@ -18,8 +17,6 @@ from controller.hermes import naming
 from controller.manifests import desired, reading
 from controller.manifests.validating import ValidationResult
 
-HOST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,253}\Z")  # models.fleet.HostName
-
 
 def check_fleet(value: str | None, flag: str = "--fleet") -> None:
     if value is not None and naming.profile_name_problem(value):
@@ -27,7 +24,7 @@ def check_fleet(value: str | None, flag: str = "--fleet") -> None:
 
 
 def check_host(value: str | None) -> None:
-    if value is not None and HOST_NAME.match(value) is None:
+    if value is not None and reading.HOST_NAME.match(value) is None:
         raise UsageError(
             f"--host {value!r} is not a valid host name", hint="use ^[A-Za-z0-9][A-Za-z0-9._-]{0,253}$, as in manifests"
         )
