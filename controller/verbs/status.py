@@ -16,7 +16,7 @@ from controller.core.inventory import Inventory, routine_parts, split_key
 from controller.core.types import GatewayView
 from controller.engine import health, observing, records
 from controller.engine.reconciling import Planned
-from controller.engine.watching import read_status
+from controller.engine.watchstatus import read_status
 from controller.errors import ControllerError, ExitCode
 from controller.hermes import DEFAULT_PROFILE
 from controller.verbs import common, reporting

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from controller.adapters import fsio, outbox, webhooks
+from controller.adapters import fsio, outbox, watchlock, webhooks
 from controller.adapters.home import resolve_root, state_dir
 from controller.adapters.sources import GitSource, LocalSource
-from controller.engine import watching
+from controller.engine import healthserver, watching, watchsignals, watchstatus
 from controller.errors import ExitCode, SecretUnavailable, UsageError
 from controller.manifests import references
 from controller.manifests.desired import EnvEntry
@@ -55,28 +55,28 @@ def cmd_watch(args: argparse.Namespace) -> int:
     log = watching.Log(args.log_format)
     source = build_source(args, root, log)
     fsio.make_dirs(root, mode=0o700)  # a read-only parent: a clean error naming the path
-    with watching.reconciler_lock(root):
-        reconciler = watching.Reconciler(root, source, options, log)
+    with watchlock.reconciler_lock(root):
+        # Events a killed or stopped watcher (or apply --notify) left undelivered go out again.
+        notifier = webhooks.Notifier(log.event, outbox=outbox.Outbox(root, log.event))
+        reconciler = watching.Reconciler(root, source, options, log, notifier=notifier)
         if isinstance(source, GitSource):
             source.should_stop = reconciler.stop.is_set  # SIGTERM ends a running git command at once
-        # Events a killed or stopped watcher (or apply --notify) left undelivered go out again.
-        reconciler.notifier = webhooks.Notifier(log.event, outbox=outbox.Outbox(root, log.event))
-        watching.resume(reconciler, watching.read_status(root))
+        watchstatus.resume(reconciler, watchstatus.read_status(root))
         if args.once:
             try:
                 run = reconciler.reconcile("once")
                 reconciler.write_status()
             finally:
-                reconciler.notifier.close(timeout=args.notify_timeout)
+                notifier.close(timeout=args.notify_timeout)
             return once_exit(run)
-        watching.install_signals(reconciler, log)
+        watchsignals.install_signals(reconciler, log)
         server = None
         if args.health_port is not None:
-            server = watching.start_health(args.health_port, reconciler, log, bind=args.health_bind, token=token)
+            server = healthserver.start_health(args.health_port, reconciler, log, bind=args.health_bind, token=token)
         log.event(
             "started",
             home=str(root),
-            source=watching.source_label(source),
+            source=watchstatus.source_label(source),
             mode="self-heal" if options.self_heal else "report",
             interval=options.interval,
             rooms="on" if options.rooms else "off",
@@ -86,7 +86,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         finally:
             if server is not None:
                 server.shutdown()
-            reconciler.notifier.close(timeout=args.notify_timeout)
+            notifier.close(timeout=args.notify_timeout)
     return ExitCode.OK
 
 
@@ -99,7 +99,7 @@ def health_token(args: argparse.Namespace) -> str | None:
         raise UsageError("give one of --health-token-env and --health-token-file")
     bind = getattr(args, "health_bind", "127.0.0.1")
     if not env and not file:
-        if not watching.is_loopback(bind):
+        if not healthserver.is_loopback(bind):
             raise UsageError(
                 f"refusing to serve /healthz and /metrics on {bind} without a token",
                 hint="add --health-token-env NAME or --health-token-file FILE (a secret of 16 or more characters)",

@@ -317,13 +317,13 @@ def test_healthz_is_unhealthy_while_a_pass_overruns_its_deadline(world: dict[str
     import io
 
     from controller.adapters.sources import LocalSource
-    from controller.engine import watching
+    from controller.engine import healthserver, watching
 
     options = watching.Options(interval=60, pass_deadline=30.0)
     reconciler = watching.Reconciler(
         tmp_path, LocalSource([str(world["v2"])], recursive=False), options, watching.Log("text", io.StringIO())
     )
-    server = watching.start_health(0, reconciler, watching.Log("text", io.StringIO()))
+    server = healthserver.start_health(0, reconciler, watching.Log("text", io.StringIO()))
     try:
 
         def healthz() -> tuple[int, dict[str, object]]:

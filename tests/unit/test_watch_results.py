@@ -1,5 +1,5 @@
 """What a report-only pass of the reconciler says when its plan holds what apply would refuse or
-fail on (controller/engine/watching.py: _unsettled). The rooms case runs end to end in
+fail on (controller/core/watching.py: unsettled). The rooms case runs end to end in
 tests/integration/test_rooms.py::test_watch_converges_rooms_and_no_rooms_leaves_them_out."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from controller.core import watching
 from controller.core.types import Action, Kind, ObjectChange, Plan, Reason
-from controller.engine import watching
 
 
 def planned(*changes: ObjectChange) -> SimpleNamespace:
@@ -34,11 +34,11 @@ TAKEN = ObjectChange(Kind.BOT, "gamma", Action.CONFLICT, Reason.FOREIGN_OWNER, "
     ],
 )
 def test_a_pass_that_could_not_check_everything_is_not_in_sync(changes: tuple[ObjectChange, ...], result: str | None) -> None:
-    assert watching._unsettled(planned(*changes)) == result  # type: ignore[arg-type]
+    assert watching.unsettled(planned(*changes).plan) == result
 
 
 def test_the_message_names_the_first_causes() -> None:
-    message = watching._causes(planned(SETTLED, UNREACHABLE, TAKEN), ["bot/delta: permission denied"])  # type: ignore[arg-type]
+    message = watching.causes(planned(SETTLED, UNREACHABLE, TAKEN).plan, ["bot/delta: permission denied"])
     assert message == (
         "bot/delta: permission denied; room/Ops: pending: gateway unreachable (no gateway is running); "
         "bot/gamma: owned by fleet 'other'"

@@ -11,25 +11,27 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from types import SimpleNamespace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from controller.engine import watching
+from controller.adapters.sources import LocalSource
+from controller.engine import healthserver, watching
 
 
 @pytest.fixture
-def start(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
     """start(read_timeout) -> a health server allowing 4 connections at once."""
     servers: list[Any] = []
 
     def _start(read_timeout: float) -> Any:
-        monkeypatch.setattr(watching, "HEALTH_READ_TIMEOUT", read_timeout)
-        monkeypatch.setattr(watching, "HEALTH_CONNECTIONS", 4)
-        # What /healthz reads of a reconciler (watching.start_health, watching.overrun).
-        reconciler = SimpleNamespace(runs=[], failures=0, pass_started=None, options=SimpleNamespace(pass_deadline=600.0))
-        servers.append(watching.start_health(0, reconciler, watching.Log("text", io.StringIO())))  # type: ignore[arg-type]
+        monkeypatch.setattr(healthserver, "HEALTH_READ_TIMEOUT", read_timeout)
+        monkeypatch.setattr(healthserver, "HEALTH_CONNECTIONS", 4)
+        reconciler = watching.Reconciler(
+            tmp_path, LocalSource([str(tmp_path)], recursive=False), watching.Options(), watching.Log("text", io.StringIO())
+        )
+        servers.append(healthserver.start_health(0, reconciler, watching.Log("text", io.StringIO())))
         return servers[-1]
 
     yield _start
