@@ -39,7 +39,7 @@ JSON_KINDS = {
 }
 
 EPILOG = """exit codes: 0 success / no changes, 1 operation failed, 2 bad input (invalid manifest or
-arguments), 3 conflict (object not owned by this fleet, or another apply holds the lock),
+arguments), 3 conflict (object not owned by this fleet, another apply holds the lock, or the home is suspended),
 4 changes pending (plan --detailed-exitcode), 5 widening denied (plan --deny-widening). Docs: docs/cli.md"""
 
 
@@ -138,6 +138,25 @@ def _add_gateway_args(p: argparse.ArgumentParser) -> None:
 
 def _add_home_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", metavar="DIR", help="the Hermes root (default: Hermes' own rules: $HERMES_HOME, else ~/.hermes)")
+
+
+def _add_force_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true", help="apply even though the home is suspended (hermes-fleet suspend)")
+
+
+def setup_suspend(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Suspend the home: watch plans and reports but changes nothing, and apply and rollback refuse "
+        "(exit 3) without --force, until `hermes-fleet resume`. Who, when and why are recorded in "
+        "<home>/.hermes-fleet/suspended.json."
+    )
+    _add_home_arg(p)
+    p.add_argument("--reason", metavar="TEXT", help="why (shown by status, watch, apply and the webhooks)")
+
+
+def setup_resume(p: argparse.ArgumentParser) -> None:
+    p.description = "Resume a suspended home: watch applies again from its next pass."
+    _add_home_arg(p)
 
 
 def _add_hermes_version_arg(p: argparse.ArgumentParser) -> None:
@@ -284,6 +303,7 @@ def setup_apply(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="post a failure or a prune to the manifests' notification webhooks (as watch does)",
     )
+    _add_force_arg(p)
     p.add_argument(
         "--lock-timeout",
         type=duration,
@@ -452,6 +472,7 @@ def setup_rollback(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
     p.add_argument("--yes", action="store_true", help="allow the rollback to delete bots the entry did not have (backed up)")
     p.add_argument("--no-prune", action="store_true", help="keep bots and routines the entry did not have (as orphans)")
+    _add_force_arg(p)
     p.add_argument("--no-rooms", action="store_true", help="leave rooms out: do not ask the gateway, change no room")
     p.add_argument(
         "--lock-timeout", type=duration, default=10.0, metavar="DURATION", help="wait this long for another apply (default 10s)"
@@ -563,6 +584,18 @@ VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None]
         [],
         setup_rollback,
         _lazy("controller.verbs.history", "cmd_rollback"),
+    ),
+    "suspend": (
+        "pause the reconciler on this home: watch changes nothing, apply needs --force",
+        [],
+        setup_suspend,
+        _lazy("controller.verbs.suspend", "cmd_suspend"),
+    ),
+    "resume": (
+        "end a suspension: watch applies again",
+        [],
+        setup_resume,
+        _lazy("controller.verbs.suspend", "cmd_resume"),
     ),
     "restore": (
         "bring back a bot that prune moved to a backup",

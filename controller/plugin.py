@@ -29,7 +29,7 @@ def register(ctx: Any) -> None:
     )
     ctx.register_cli_command(
         "fleet",
-        help="hermes-fleet: validate, plan, apply, status, schema, restore, history, rollback",
+        help="hermes-fleet: validate, plan, apply, status, schema, restore, history, rollback, suspend, resume",
         setup_fn=_setup_fleet,
         handler_fn=None,
         description="Every hermes-fleet verb, e.g. `hermes fleet plan -f bots.yaml`.",

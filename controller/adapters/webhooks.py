@@ -45,7 +45,7 @@ SEVERITY_MARK = {"error": ":red_circle:", "warning": ":warning:", "info": ":larg
 
 @dataclass(frozen=True)
 class Event:
-    kind: str  # drift | apply-failed | stalled | recovered | pruned | <health finding code> | health-recovered
+    kind: str  # a NOTIFICATION_EVENTS name: drift, apply-failed, suspended, <health finding code>, ...
     severity: str  # error | warning | info
     fleet: str
     summary: str

@@ -90,18 +90,6 @@ class Rng(Protocol):
     def uniform(self, a: float, b: float) -> float: ...
 
 
-@dataclass(frozen=True, kw_only=True)
-class Suspension:
-    """`hermes-fleet suspend` on this home: who, when, why (docs/cli.md#suspend)."""
-
-    by: str
-    at: str
-    reason: str = ""
-
-    def describe(self) -> str:
-        return f"suspended by {self.by} at {self.at}" + (f": {self.reason}" if self.reason else "")
-
-
 # --- the source ----------------------------------------------------------------------------------
 
 
@@ -117,9 +105,10 @@ def is_stalled(state: LoopState, revision: str) -> bool:
 # --- apply or report ------------------------------------------------------------------------------
 
 
-def must_apply(last_apply: Mapping[str, Any], digest: str, *, self_heal: bool, suspension: Suspension | None) -> bool:
+def must_apply(last_apply: Mapping[str, Any], digest: str, *, self_heal: bool, suspension: str | None) -> bool:
     """Apply without looking: --self-heal, manifests changed since the last apply (this machine's
-    slice: its digest), or that apply did not finish. Never while the home is suspended."""
+    slice: its digest), or that apply did not finish. Never while the home is suspended
+    (`suspension`: who suspended it, when and why, in words)."""
     if suspension is not None:
         return False
     return self_heal or last_apply.get("digest") != digest or last_apply.get("result") != RunResult.OK
@@ -150,9 +139,7 @@ def causes(plan: Plan, failed: Sequence[str] = ()) -> str:
     return "; ".join(found[:3])
 
 
-def report(
-    plan: Plan, *, at: str, trigger: str, revision: str, digest: str, moved: bool, suspension: Suspension | None
-) -> Run | None:
+def report(plan: Plan, *, at: str, trigger: str, revision: str, digest: str, moved: bool, suspension: str | None) -> Run | None:
     """The run of a pass that only planned; None when it should apply after all (a new revision
     whose pending changes are no hand edit, e.g. a secret file's new value). Suspended: never."""
     drift = changed_objects(plan)
@@ -163,7 +150,7 @@ def report(
         return replace(run, result=found, failed=len(plan.errors), message=causes(plan))
     if suspension is not None:
         pending = f"; {len(drift)} object(s) would change" if drift else ""
-        return replace(run, result="suspended", message=f"{suspension.describe()}, nothing changed{pending}")
+        return replace(run, result="suspended", message=f"{suspension}, nothing changed{pending}")
     if drift:
         return replace(run, result="drift", message=f"{len(drift)} object(s) differ from the manifests (reported, not corrected)")
     return run

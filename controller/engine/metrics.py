@@ -51,12 +51,15 @@ class Metrics:
             self.drifted = len(run.drift)
             self.drift = frozenset(run.drift)
             self.stalled = 1 if run.result in ("stalled", "conflict") else 0
-            self.suspended = 1 if run.result == "suspended" else 0
             self.failures = failures
             if run.result in ("applied", "in-sync", "drift", "suspended"):
                 self.last_success = now
             if good_revision:
                 self.revision = good_revision
+
+    def observe_suspended(self, suspended: bool) -> None:
+        with self.lock:
+            self.suspended = int(suspended)
 
     def observe_slice(self, fleet: str, bots: list[str]) -> None:
         with self.lock:

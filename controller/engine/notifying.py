@@ -98,6 +98,8 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
     elif run.result == "stalled" and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
         if run.message != "still waiting for the source to change":
             out.append(event("stalled", "error", fleet, run.message, home, where, **revision))
+    elif run.result == "suspended" and prev_result != "suspended":
+        out.append(event("suspended", "warning", fleet, run.message, home, where, **revision))
     elif run.result in ("applied", "in-sync") and prev_result in BAD:
         out.append(
             event(
@@ -111,6 +113,8 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
                 **revision,
             )
         )
+    if prev_result == "suspended" and run.result != "suspended":
+        out.append(event("resumed", "info", fleet, f"resumed: {run.result}", home, where, result=run.result, **revision))
     if getattr(run, "pruned", None):
         out.append(
             event(

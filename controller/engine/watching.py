@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from controller.adapters import filewatch, webhooks
+from controller.adapters import filewatch, suspension, webhooks
 from controller.adapters.sources import GitSource, LocalSource, Snapshot
 from controller.core import health as health_core
 from controller.core import watching as policy
@@ -147,6 +147,8 @@ class Reconciler:
 
     def _reconcile(self, trigger: str) -> tuple[Run, Effect]:
         now = self.clock.stamp()
+        suspended = suspension.read(self.root)
+        self.metrics.observe_suspended(suspended is not None)
         try:
             snap = self._snapshot()
         except SourceError as exc:
@@ -167,7 +169,8 @@ class Reconciler:
         self.metrics.observe_slice(state.fleet, list(state.bots))
         self._configure_webhooks(state)
         try:
-            return self._converge(now, trigger, snap, state, result), Effect.SETTLE
+            held = suspended.describe() if suspended else None
+            return self._converge(now, trigger, snap, state, result, held), Effect.SETTLE
         except LockHeld as exc:
             return Run(now, trigger, "busy", snap.revision, state.digest, message=str(exc)), Effect.KEEP
         except ConflictError as exc:
@@ -181,15 +184,21 @@ class Reconciler:
         return self.source.snapshot()
 
     def _converge(
-        self, now: str, trigger: str, snap: Snapshot, state: desired.DesiredState, loaded: validating.ValidationResult
+        self,
+        now: str,
+        trigger: str,
+        snap: Snapshot,
+        state: desired.DesiredState,
+        loaded: validating.ValidationResult,
+        suspended: str | None,
     ) -> Run:
         last = records.load(self.root, state.fleet).last_apply or {}
         where = {"at": now, "trigger": trigger, "revision": snap.revision, "digest": state.digest}
-        if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=None):
+        if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=suspended):
             planned = reconciling.plan_home(self.root, state, loaded.files, options=self.plan_options)
             self.metrics.observe_routines(policy.routine_health(planned.plan, planned.inputs.observed.jobs))
             moved = policy.revision_moved(last, snap.revision)
-            run = policy.report(planned.plan, moved=moved, suspension=None, **where)
+            run = policy.report(planned.plan, moved=moved, suspension=suspended, **where)
             if run is not None:
                 if run.result == "drift":
                     self.log.event("drift_detected", objects=run.drift, hint="apply, or run watch with --self-heal")

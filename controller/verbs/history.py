@@ -13,7 +13,7 @@ from controller.engine import history, reconciling
 from controller.engine.reconciling import Planned
 from controller.errors import ConflictError, ExitCode, ManifestError, SecretUnavailable, UsageError
 from controller.manifests import desired, reading
-from controller.verbs import common, reporting
+from controller.verbs import common, reporting, suspend
 from controller.verbs.plan import plan_exit, render_plan, report_kept, view
 
 
@@ -211,6 +211,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         # A deletion the prune guard holds back is still one: rollback asks --yes for any of them.
         guarded = [c for c in planned.plan.conflicts if c.code is Reason.PRUNE_GUARD]
         deletions = [*planned.plan.by_action(Action.DELETE), *guarded]
+        suspend.refuse_if_suspended(root, force=args.force, verb="rollback", dry_run=args.dry_run)
         if args.dry_run and not (deletions and not args.yes):
             render_plan(planned, args, kind="dry-run")
             return plan_exit(planned.plan, False)

@@ -16,7 +16,7 @@ from controller.engine.reconciling import Planned
 from controller.errors import ConflictError, ExitCode, UsageError
 from controller.manifests import reading
 from controller.manifests.desired import DesiredState
-from controller.verbs import common, reporting
+from controller.verbs import common, reporting, suspend
 from controller.verbs.progress import ProgressLine
 
 if TYPE_CHECKING:  # apply --notify only: the webhook client and its threads (docs/performance.md#start-up)
@@ -134,11 +134,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if args.dry_run:
         planned = make_plan(args)
         render_plan(planned, args, kind="dry-run")
+        suspend.refuse_if_suspended(planned.root, force=args.force, verb="apply", dry_run=True)
         return plan_exit(planned.plan, False)
     result = common.load_valid(args)  # invalid manifests stop here, before the lock or any write
     assert result.state is not None
     text_mode = args.output != "json"
     root = resolve_root(args.home)
+    suspend.refuse_if_suspended(root, force=args.force, verb="apply")
     options = common.options(args)
     saved = None
     if getattr(args, "plan", None):

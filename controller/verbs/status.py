@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import inventory as inventory_file
-from controller.adapters import locking
+from controller.adapters import locking, suspension
 from controller.adapters.home import STATE_DIR, resolve_root
 from controller.core import drift, rooms
 from controller.core.inventory import Inventory, routine_parts, split_key
@@ -36,6 +36,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         reports = [fleet_status(root, name, planned, args) for name in fleets]
     finally:
         common.gateway_options(args).release()
+    held = suspension.read(root)
     watch = read_status(root)
     if watch is not None:
         watch["running"] = locking.is_held(root / STATE_DIR / "watch.lock")
@@ -47,6 +48,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "kind": "status",
                     "home": str(root),
                     "fleets": reports,
+                    "suspended": held.to_json() if held is not None else None,
                     "reconciler": watch,
                 },
                 indent=2,
@@ -57,7 +59,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         common.wrote_report(args)
     else:
         color = reporting.use_color(sys.stdout, args.color)
-        reporting.write(_status_text(root, reports, color=color) + _watch_text(watch, color=color))
+        reporting.write(
+            _status_text(root, reports, color=color) + _suspended_text(held, color=color) + _watch_text(watch, color=color)
+        )
     if planned is not None:
         return plan_exit(planned.plan, False)
     return ExitCode.OK
@@ -186,6 +190,13 @@ def _health_text(h: dict[str, Any], p: reporting.Palette) -> list[str]:
         paint = p.red if f["severity"] == "error" else p.yellow
         lines.append(paint(f"  ! {f['object']}: {f['code']}: {f['message']}"))
     return lines
+
+
+def _suspended_text(held: suspension.Suspension | None, *, color: bool) -> str:
+    if held is None:
+        return ""
+    p = reporting.Palette(color)
+    return p.yellow("S" + held.describe()[1:]) + " (watch changes nothing; apply needs --force; `hermes-fleet resume`)\n"
 
 
 def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:

@@ -60,7 +60,8 @@ def complete(line: str, env: dict[str, str], cwd: Path) -> list[str]:
 def test_bash_completes_verbs_options_and_choices(shell_env, tmp_path):
     verbs = complete("hermes-fleet ", shell_env, tmp_path)
     assert {"validate", "plan", "apply", "status", "export", "init", "completion", "watch", "restore"} <= set(verbs)
-    assert {"history", "rollback"} <= set(verbs)
+    assert {"history", "rollback", "suspend", "resume"} <= set(verbs)
+    assert complete("hermes-fleet suspend --", shell_env, tmp_path) == ["--help", "--home", "--reason"]
     assert complete("hermes-fleet pl", shell_env, tmp_path) == ["plan"]
     assert complete("hermes-fleet plan --detailed", shell_env, tmp_path) == ["--detailed-exitcode"]
     assert complete("hermes-fleet validate -o ", shell_env, tmp_path) == ["github", "json", "junit", "text"]

@@ -123,6 +123,8 @@ NOTIFICATION_EVENTS = (
     "stalled",
     "recovered",
     "pruned",
+    "suspended",
+    "resumed",
     "routine-failed",
     "routine-delivery-failed",
     "gateway-down",
