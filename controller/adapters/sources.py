@@ -280,20 +280,20 @@ class GitSource:
         folder = self.checkout / self.subpath
         if not os.path.lexists(folder):
             raise SourceError(
-                f"{self.subpath!r} does not exist in {self.label} at {commit[:12]}", hint="check --path", transient=False
+                f"{self.subpath!r} does not exist in {self.label} at {commit}", hint="check --path", transient=False
             )
         repo = self.checkout.resolve()
         real = folder.resolve()
         if real == repo / ".git" or (repo / ".git") in real.parents or not (real == repo or repo in real.parents):
             raise SourceError(
-                f"--path {self.subpath!r} in {self.label} at {commit[:12]} leads out of the repository "
+                f"--path {self.subpath!r} in {self.label} at {commit} leads out of the repository "
                 "(a symlink or '..'); refused",
                 hint="point --path at a real folder of the repository",
                 transient=False,
             )
         if not real.is_dir():
             raise SourceError(
-                f"{self.subpath!r} in {self.label} at {commit[:12]} is not a folder", hint="check --path", transient=False
+                f"{self.subpath!r} in {self.label} at {commit} is not a folder", hint="check --path", transient=False
             )
         return real
 
@@ -313,7 +313,7 @@ class GitSource:
                 raise
             raise SourceError(
                 f"the history of {self.label} ({self.ref}) was rewritten: the applied revision "
-                f"{str(self.last_good)[:12]} is not an ancestor of {commit[:12]} (force push?)",
+                f"{self.last_good} is not an ancestor of {commit} (force push?)",
                 hint="the last good revision stays applied; pass --allow-history-rewrite to accept the new history",
                 transient=False,
             ) from None

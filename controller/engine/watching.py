@@ -103,7 +103,7 @@ class Reconciler:
             "reconciled",
             trigger=trigger,
             result=run.result,
-            revision=run.revision[:16],
+            revision=run.revision,  # in full, as in the status file and /metrics (docs/watch.md#revisions)
             changed=run.changed,
             failed=run.failed,
             drift=run.drift,

@@ -220,9 +220,9 @@ def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:
         head,
         "  last run: "
         + paint(result)
-        + f" at revision {str(watch.get('last_revision'))[:16]}"
+        + f" at revision {watch.get('last_revision')}"
         + (f" — {watch.get('message')}" if watch.get("message") else ""),
-        f"  last good revision: {str(watch.get('last_good_revision'))[:16]}; next run: {next_run or 'stopped'}",
+        f"  last good revision: {watch.get('last_good_revision') or 'none'}; next run: {next_run or 'stopped'}",
     ]
     if watch.get("drift"):
         lines.append(p.yellow(f"  drift: {', '.join(watch['drift'])}"))

@@ -59,7 +59,7 @@ def test_clone_into_the_home_exact_commit_and_a_push_converges_at_the_next_fetch
     remote.push()
     watch = _watch_git(spawn, remote, home)
     run = watch.wait_for("reconciled", trigger="start")
-    assert run["result"] == "applied" and run["revision"] == first[:16], watch.transcript()
+    assert run["result"] == "applied" and run["revision"] == first, watch.transcript()
     assert title(home, "alpha") == "First"
 
     cache = home / ".hermes-fleet" / "git" / hashlib.sha256(remote.url.encode()).hexdigest()[:16]
@@ -71,7 +71,7 @@ def test_clone_into_the_home_exact_commit_and_a_push_converges_at_the_next_fetch
     second = remote.commit([{"name": "alpha", "title": "Second"}, {"name": "beta"}], "second")
     remote.push()
     run = watch.wait_until(
-        lambda e: e["event"] == "reconciled" and e["revision"] == second[:16], timeout=10, what="a run at the pushed commit"
+        lambda e: e["event"] == "reconciled" and e["revision"] == second, timeout=10, what="a run at the pushed commit"
     )
     assert run["trigger"] == "interval" and run["result"] == "applied" and run["changed"] == 2, watch.transcript()
     assert title(home, "alpha") == "Second" and (home / "profiles" / "beta").is_dir()
@@ -105,7 +105,7 @@ def test_an_unreachable_remote_is_reported_and_the_last_good_revision_stays(
     back = watch.wait_until(
         lambda e: e["event"] == "reconciled" and e["result"] != "source-error", what="recovery once the remote is back"
     )
-    assert back["result"] == "in-sync" and back["revision"] == good[:16], watch.transcript()
+    assert back["result"] == "in-sync" and back["revision"] == good, watch.transcript()
     assert watch.stop() == 0
 
 
@@ -155,7 +155,7 @@ def test_allow_history_rewrite_applies_a_force_push(spawn, remote: Remote, home:
     rewritten = remote.commit([{"name": "alpha", "title": "Rewritten"}], "rewritten", amend=True)
     remote.push(force=True)
     run = watch.wait_until(
-        lambda e: e["event"] == "reconciled" and e["revision"] == rewritten[:16], what="the rewritten commit applied"
+        lambda e: e["event"] == "reconciled" and e["revision"] == rewritten, what="the rewritten commit applied"
     )
     assert run["result"] == "applied", watch.transcript()
     assert title(home, "alpha") == "Rewritten"

@@ -92,7 +92,7 @@ def test_a_change_to_one_machines_slice_leaves_the_other_home_byte_identical(spa
     }
     for watch in watches.values():
         run = watch.wait_for("reconciled", trigger="start", timeout=30)
-        assert run["result"] == "applied" and run["revision"] == first[:16], watch.transcript()
+        assert run["result"] == "applied" and run["revision"] == first, watch.transcript()
     assert (homes["alpha"] / "profiles" / "a1").is_dir() and not (homes["alpha"] / "profiles" / "b1").exists()
     assert (homes["beta"] / "profiles" / "b1").is_dir() and not (homes["beta"] / "profiles" / "a1").exists()
     beta_before = snapshot(homes["beta"])
@@ -102,7 +102,7 @@ def test_a_change_to_one_machines_slice_leaves_the_other_home_byte_identical(spa
     second = repo.push(fleet(alpha_title="Alpha Renamed", alpha_section=True, alpha_peer=True), "alpha only")
     at_second = {
         host: watch.wait_until(
-            lambda e: e["event"] == "reconciled" and e["revision"] == second[:16], timeout=20, what="a run at the new commit"
+            lambda e: e["event"] == "reconciled" and e["revision"] == second, timeout=20, what="a run at the new commit"
         )
         for host, watch in watches.items()
     }
@@ -118,7 +118,7 @@ def test_a_change_to_one_machines_slice_leaves_the_other_home_byte_identical(spa
     third = repo.push(fleet(alpha_title="Alpha Renamed", alpha_section=True, alpha_peer=True, timezone="Europe/Berlin"), "tz")
     for host, watch in watches.items():
         run = watch.wait_until(
-            lambda e: e["event"] == "reconciled" and e["revision"] == third[:16], timeout=20, what="a run at the tz commit"
+            lambda e: e["event"] == "reconciled" and e["revision"] == third, timeout=20, what="a run at the tz commit"
         )
         assert run["result"] == "applied", watch.transcript()
         assert "Europe/Berlin" in (homes[host] / "profiles" / "shared" / "config.yaml").read_text(), host
@@ -139,7 +139,7 @@ def test_a_watcher_pinned_to_an_older_commit_rolls_back_instead_of_stalling(spaw
     assert watch.stop() == 0 and title(home, "a1") == "New"
     back = spawn(*base, "--ref", old)
     run = back.wait_for("reconciled", trigger="start", timeout=30)
-    assert run["result"] == "applied" and run["revision"] == old[:16], back.transcript()
+    assert run["result"] == "applied" and run["revision"] == old, back.transcript()
     assert back.stop() == 0 and title(home, "a1") == "Old"
     # Following the branch again from the old commit is a move forward; a branch moved back is not.
     forward = spawn(*base, "--ref", "main")
