@@ -177,8 +177,8 @@ class GitSource:
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group: the kill reaches git's helpers too
         )
-        deadline = time.monotonic() + self.timeout
-        try:
+        try:  # from right after the start: a SIGTERM (`watch --once`: Terminated) takes git's group along
+            deadline = time.monotonic() + self.timeout
             while True:
                 try:
                     out, err = proc.communicate(timeout=STOP_POLL)
@@ -286,8 +286,7 @@ class GitSource:
         real = folder.resolve()
         if real == repo / ".git" or (repo / ".git") in real.parents or not (real == repo or repo in real.parents):
             raise SourceError(
-                f"--path {self.subpath!r} in {self.label} at {commit} leads out of the repository "
-                "(a symlink or '..'); refused",
+                f"--path {self.subpath!r} in {self.label} at {commit} leads out of the repository (a symlink or '..'); refused",
                 hint="point --path at a real folder of the repository",
                 transient=False,
             )

@@ -132,6 +132,45 @@ def _cache(home: Path, url: str) -> Path:
     return home / ".hermes-fleet" / "git" / hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
+def _group_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+
+
+def _live_members(group: int) -> list[int]:
+    """Processes of process group `group` that are not zombies (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group and fields[0] != "Z":
+                out.append(int(entry))
+    return out
+
+
+def test_sigterm_ends_watch_once_while_git_hangs_and_kills_gits_process_group(spawn, home: Path, silent: Silent) -> None:
+    """`--once` has no loop to stop: the CLI's SIGTERM handler interrupts the pass, and the git
+    command (in its own process group, with git-remote-http) is killed on the way out."""
+    watch = spawn("--once", "--git", silent.url, "--home", home)  # default --git-timeout: 60s
+    assert silent.accepted.wait(30), "git never reached the remote"
+    time.sleep(0.5)
+    helpers = _git_children(watch.proc.pid)
+    assert helpers, "a git command is running"
+    groups = {_group_of(pid) for pid in helpers}
+    assert watch.proc.pid not in groups and all(_live_members(g) for g in groups), "git runs in a process group of its own"
+    started = time.monotonic()
+    code = watch.stop(timeout=5)
+    assert time.monotonic() - started < 5
+    assert code == 143, watch.transcript() + watch.stderr
+    assert "interrupted (SIGTERM)" in watch.stderr and "Traceback" not in watch.stderr
+    deadline = time.monotonic() + 2
+    while any(_live_members(g) for g in groups) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [_live_members(g) for g in groups if _live_members(g)], "git and its helpers are gone with the watcher"
+
+
 def test_a_checkout_killed_by_sigkill_recovers_on_the_next_run(user: Path, remote: Remote, home: Path) -> None:
     remote.commit([{"name": "alpha", "title": "First"}], "first")
     remote.push()
