@@ -78,6 +78,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         host = reading.selected_host(getattr(args, "host", None), planned.state)
         saved_plan.save(args.out, planned, host=host, options=common.options(args, yes=False), hermes_version=args.hermes_version)
     render_plan(planned, args)
+    suspend.refuse_if_suspended(planned.root, force=False, verb="apply", dry_run=True)  # a note only
     code = plan_exit(planned.plan, args.detailed_exitcode)
     if getattr(args, "deny_widening", False) and code in (ExitCode.OK, ExitCode.CHANGES):
         widening = plan_insights.insights(planned.inputs, planned.plan).widening

@@ -109,6 +109,8 @@ def test_apply_and_rollback_refuse_a_suspended_home_unless_forced(user: Path, ma
     assert back.returncode == 3 and "rollback refused" in back.stderr, back.stdout + back.stderr
     assert _files(home) == before
 
+    plan = cli(user, "plan", "-f", manifests, "--home", home, "--detailed-exitcode")
+    assert plan.returncode == 4 and "apply would be refused (exit 3) without --force" in plan.stderr, plan.stderr
     dry = cli(user, "apply", "-f", manifests, "--home", home, "--dry-run")
     assert dry.returncode == 0 and "apply would be refused (exit 3) without --force" in dry.stderr
     forced = cli(user, "apply", "-f", manifests, "--home", home, "--force")
