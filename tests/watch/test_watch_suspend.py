@@ -52,7 +52,11 @@ def test_a_suspended_home_is_reported_never_changed_and_resume_applies(
     assert done.returncode == 0, done.stderr
     assert f"suspended by {WHO} at " in done.stdout and "disk swap" in done.stdout
     manifest_with_hooks(manifests, [{"name": "alpha", "title": "Beta"}], hooks)  # a change that would apply
-    run = watch.wait_for("reconciled", timeout=30, result="suspended")
+    run = watch.wait_until(
+        lambda e: e["event"] == "reconciled" and e["result"] == "suspended" and bool(e["drift"]),
+        timeout=30,
+        what="the change held back",
+    )  # a pass between `suspend` and the edit is suspended too, with nothing to hold back
     assert run["drift"] == ["bot/alpha"], watch.transcript()
     assert (
         f"suspended by {WHO}" in run["message"] and "disk swap" in run["message"] and "1 object(s) would change" in run["message"]
