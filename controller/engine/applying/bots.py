@@ -16,7 +16,7 @@ from typing import Any
 from controller.adapters import configfile, cronstore, envfile, fsio, home, honcho, profilemeta, profiles, sessions
 from controller.adapters import history as history_file
 from controller.adapters import inventory as inventory_file
-from controller.adapters.home import profile_dir
+from controller.adapters.home import HomeLayout, ProfileLayout, profile_dir
 from controller.core import jobs
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_key, routine_parts, split_key
 from controller.core.planning.bots import applied_record, bot_desired, clear_value, install_fields, owned_by
@@ -25,7 +25,6 @@ from controller.engine import records
 from controller.errors import ConflictError
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension, renaming
 from controller.hermes.env import PROFILE_ENV_HEADER
-from controller.hermes.renaming import ACTIVE_PROFILE, HONCHO_FILE
 from controller.manifests import references
 from controller.manifests.desired import DesiredBot
 
@@ -125,18 +124,18 @@ def move_profile(root: Path, old: str, new: str, inputs: Inputs) -> None:
     """
     fleet = inputs.state.fleet
     source, target = home.check_profile_dir(root, old), home.check_profile_dir(root, new)
-    home.check_profile(root, DEFAULT_PROFILE, (HONCHO_FILE, ACTIVE_PROFILE))  # the root's files, no way out
+    home.check_profile(root, DEFAULT_PROFILE, (ProfileLayout.HONCHO, HomeLayout.ACTIVE_PROFILE))  # the root's files, no way out
     if not os.path.lexists(target):
-        home.check_profile(root, old, (*home.PROFILE_ENTRIES, HONCHO_FILE))  # containment of what moves
+        home.check_profile(root, old, (*home.PROFILE_ENTRIES, ProfileLayout.HONCHO))  # containment of what moves
         fsio.publish_dir(source, target)  # everything inside moves with it: memories, state.db, skills, cron
     elif (inventory_file.read_marker_any(root, new) or {}).get("fleet") != fleet:
         raise ConflictError(f"{target} appeared while hermes-fleet was renaming {old!r} to it", hint="run apply again")
-    home.check_profile(root, new, (*home.PROFILE_ENTRIES, HONCHO_FILE))
+    home.check_profile(root, new, (*home.PROFILE_ENTRIES, ProfileLayout.HONCHO))
     if inventory_file.read_marker(root, new) is None:
         inventory_file.write_marker(target, fleet, new)
     for path in honcho.files(root, new):
         honcho.rewrite(path, lambda data: renaming.honcho_renamed(data, old, new))
-    sticky = Path(root) / ACTIVE_PROFILE
+    sticky = HomeLayout(Path(root)).active_profile
     current = fsio.read_or_none(sticky) if sticky.is_file() else None
     if current is not None and current.decode("utf-8", "replace").strip() == old:
         fsio.atomic_write_text(sticky, new + "\n", expect=current)
@@ -222,7 +221,13 @@ def record(
 # --- hand edits kept before they are overwritten -------------------------------------------------
 
 # The file each field space lives in (the avatar: whichever assets/avatar.<ext> is there).
-FILE_OF_SPACE = {"config": "config.yaml", "env": ".env", "soul": "SOUL.md", "profile": "profile.yaml", "meta": "profile.yaml"}
+FILE_OF_SPACE = {
+    "config": ProfileLayout.CONFIG,
+    "env": ProfileLayout.ENV,
+    "soul": ProfileLayout.SOUL,
+    "profile": ProfileLayout.META,
+    "meta": ProfileLayout.META,
+}
 
 
 def keep_hand_edits(root: Path, path: Path, fields: tuple[FieldChange, ...], inputs: Inputs, kept: list[str] | None) -> None:
@@ -238,7 +243,7 @@ def keep_hand_edits(root: Path, path: Path, fields: tuple[FieldChange, ...], inp
         if not change.drift:
             continue
         if change.space == "avatar":
-            names += [f"assets/avatar.{ext}" for ext in AVATAR_EXTENSIONS]
+            names += [ProfileLayout.avatar_name(ext) for ext in AVATAR_EXTENSIONS]
         elif change.space in FILE_OF_SPACE:
             names.append(FILE_OF_SPACE[change.space])
     for name in dict.fromkeys(names):
@@ -254,14 +259,15 @@ def write_fields(path: Path, fields: tuple[FieldChange, ...], desired: Mapping[s
     groups: dict[str, list[FieldChange]] = {}
     for change in fields:
         groups.setdefault(change.space, []).append(change)
+    files = ProfileLayout(path)
     if "config" in groups:
-        _write_config(path / "config.yaml", groups["config"], desired)
+        _write_config(files.config, groups["config"], desired)
     if "env" in groups:
-        fsio.retrying(lambda: _write_env(path / ".env", groups["env"], desired))
+        fsio.retrying(lambda: _write_env(files.env, groups["env"], desired))
     if "soul" in groups:
-        fsio.atomic_write_text(path / "SOUL.md", desired["soul"], mode=0o644)
+        fsio.atomic_write_text(files.soul, desired["soul"], mode=0o644)
     if "profile" in groups or "meta" in groups or "botmode" in groups:
-        _write_profile_yaml(path / "profile.yaml", groups.get("profile", []), groups.get("meta", []), desired,
+        _write_profile_yaml(files.meta, groups.get("profile", []), groups.get("meta", []), desired,
                             ensure_record="botmode" in groups)  # fmt: skip
     if "avatar" in groups and bot is not None:
         _write_avatar(path, bot.avatar_image if "avatar" in desired else None)
@@ -341,14 +347,14 @@ def _merged_record(live: Mapping[str, Any] | None, changes: list[FieldChange], d
 
 
 def _write_avatar(path: Path, image: str | None) -> None:
-    assets = path / "assets"
+    files = ProfileLayout(path)
     keep = None
     if image is not None:
         data = references.read_image(image)
         ext = image_extension(data[:16]) or "png"
-        fsio.make_dirs(assets)
-        fsio.atomic_write_bytes(assets / f"avatar.{ext}", data, mode=0o644)
-        keep = f"avatar.{ext}"
-    for other in (f"avatar.{e}" for e in AVATAR_EXTENSIONS):
+        fsio.make_dirs(files.assets)
+        fsio.atomic_write_bytes(files.avatar(ext), data, mode=0o644)
+        keep = ext
+    for other in AVATAR_EXTENSIONS:
         if other != keep:
-            fsio.remove(assets / other)
+            fsio.remove(files.avatar(other))
