@@ -151,7 +151,7 @@ def write_groups(root: Path, edit: GroupEdit, retries: int = 3) -> None:
     path = home.check_profile(root, edit.bot)  # containment: profile.yaml stays in the bot's profile
     if not path.is_dir():
         return
-    target = path / "profile.yaml"
+    target = home.ProfileLayout(path).meta
 
     def write() -> None:
         meta = profilemeta.ProfileMeta.load(target)
