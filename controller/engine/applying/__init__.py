@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from controller.adapters import fsio
+from controller.adapters.home import StateLayout
 from controller.adapters import gateway as gw
 from controller.core.types import WRITING_ACTIONS, Action, Inputs, Kind, ObjectChange, Plan
 from controller.engine.applying import bots, rooms, routines
@@ -48,7 +49,7 @@ class ApplyResult:
         if not self.replaced:
             return None
         path = Path(self.replaced[0])
-        while path.parent.name != "replaced":
+        while path.parent.name != StateLayout.REPLACED:
             path = path.parent
         return str(path)
 
