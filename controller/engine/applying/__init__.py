@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from controller.adapters import fsio
-from controller.adapters.home import StateLayout
 from controller.adapters import gateway as gw
+from controller.adapters.home import StateLayout
 from controller.core.types import WRITING_ACTIONS, Action, Inputs, Kind, ObjectChange, Plan
 from controller.engine.applying import bots, rooms, routines
 from controller.errors import ControllerError
