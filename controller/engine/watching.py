@@ -30,7 +30,7 @@ from typing import Any
 
 from controller import bounded
 from controller.adapters import fsio, homebounds, locking, webhooks
-from controller.adapters.home import check_state_path, state_dir
+from controller.adapters.home import StateLayout, check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
 from controller.core import health as health_core
 from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
@@ -49,7 +49,7 @@ from controller.errors import (
 from controller.manifests import desired, reading, validating
 from controller.redact import redact_text, redact_url
 
-STATUS_FILE = "watch-status.json"
+STATUS_FILE = StateLayout.WATCH_STATUS
 KEEP_RUNS = 20
 WATCH_SUFFIXES = (".yaml", ".yml", ".json", ".md", ".png", ".jpg", ".jpeg", ".webp", ".key", ".txt")
 
@@ -602,7 +602,7 @@ class Reconciler:
 @contextlib.contextmanager
 def reconciler_lock(root: Path) -> Iterator[None]:
     """One reconciler per home for its whole life; a second one exits 3 at once."""
-    path = state_dir(root) / "watch.lock"
+    path = state_dir(root) / StateLayout.WATCH_LOCK
     fd = locking.open_lock_file(root, path)
     try:
         try:
