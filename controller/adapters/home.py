@@ -29,7 +29,7 @@ class ProfileLayout:
     """Every path hermes-fleet knows in one profile folder (the root profile's folder is the root).
 
     The names (class attributes) are relative to the folder; the properties are the paths. Where
-    Hermes puts each file: docs/hermes/home.md#layout and docs/hermes/files.md.
+    Hermes puts each file: docs/hermes/home.md#layout, docs/hermes/files.md and docs/hermes/cron.md.
     """
 
     path: Path
@@ -62,7 +62,7 @@ class ProfileLayout:
 
     @staticmethod
     def avatar_name(ext: str) -> str:
-        """`assets/avatar.<ext>` (docs/hermes/files.md#avatar)."""
+        """`assets/avatar.<ext>` (docs/hermes/bot-mode.md#avatars)."""
         return f"{ProfileLayout.ASSETS}/avatar.{ext}"
 
     def avatar(self, ext: str) -> Path:
