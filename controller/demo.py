@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from controller import cli
+from controller.adapters.home import HomeLayout, StateLayout
 from controller.errors import ExitCode, UsageError
 
 DEMO_FILES = ("demo-fleet.yaml", "demo-soul-researcher.md")
@@ -40,7 +41,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"{home} is not empty", hint="pick an empty folder, or pass --force to apply on top of it")
     # The manifests stay with the home (in its hermes-fleet folder, which Hermes ignores), so the
     # commands printed at the end work as printed, and one `rm -rf` removes everything.
-    fleet = materialise(home / ".hermes-fleet" / "demo")
+    fleet = materialise(HomeLayout(home).state / StateLayout.DEMO)
     common = ["-f", str(fleet), "--home", str(home), "--color", args.color]
     steps = [
         ("validate", ["--color", args.color, "validate", "-f", str(fleet)]),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import fsio, homebounds
+from controller.adapters.home import ProfileLayout
 from controller.adapters.locking import flock_within
 from controller.errors import ConflictError, HermesStateError
 
@@ -27,7 +28,7 @@ POLL = 0.05
 
 
 def jobs_path(profile_dir: Path) -> Path:
-    return profile_dir / "cron" / "jobs.json"
+    return ProfileLayout(profile_dir).jobs
 
 
 def read_jobs(profile_dir: Path) -> list[dict[str, Any]] | None:
@@ -54,16 +55,16 @@ _UNPARSEABLE = "fix or remove it; hermes-fleet never overwrites a cron store it 
 
 @contextlib.contextmanager
 def locked(profile_dir: Path, *, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
-    cron = profile_dir / "cron"
+    layout = ProfileLayout(profile_dir)
+    cron, lock = layout.cron, layout.jobs_lock
     fsio.make_dirs(cron)
     with contextlib.suppress(OSError):
         os.chmod(cron, 0o700)
     try:
-        handle = open(cron / ".jobs.lock", "a+", encoding="utf-8")  # noqa: SIM115 - closed by `with` below
+        handle = open(lock, "a+", encoding="utf-8")  # noqa: SIM115 - closed by `with` below
     except OSError as exc:
-        raise fsio.state_error(exc, "open the cron lock", cron / ".jobs.lock") from exc
+        raise fsio.state_error(exc, "open the cron lock", lock) from exc
     with handle:
-        lock = cron / ".jobs.lock"
         flock_within(
             handle.fileno(),
             lock,

@@ -16,19 +16,19 @@ import stat
 from pathlib import Path
 
 from controller import bounded
-from controller.adapters.home import OWNER_MARKER, PROFILES_DIR
+from controller.adapters.home import OWNER_MARKER, PROFILES_DIR, ProfileLayout
 from controller.adapters.inventory import inventory_dir
 from controller.hermes import AVATAR_EXTENSIONS
 
 READ_LIMIT = 64 * 1024 * 1024  # the largest file digested; a larger one is recorded by its size
 PROFILE_FILES = (
-    "config.yaml",
-    ".env",
-    "SOUL.md",
-    "profile.yaml",
+    ProfileLayout.CONFIG,
+    ProfileLayout.ENV,
+    ProfileLayout.SOUL,
+    ProfileLayout.META,
     OWNER_MARKER,
-    "cron/jobs.json",
-    *(f"assets/avatar.{ext}" for ext in AVATAR_EXTENSIONS),
+    ProfileLayout.JOBS,
+    *(ProfileLayout.avatar_name(ext) for ext in AVATAR_EXTENSIONS),
 )
 MAX_PROFILES = 100_000  # folders under profiles/ looked at (a hostile home cannot make this unbounded)
 

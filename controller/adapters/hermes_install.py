@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller import bounded
+from controller.adapters.home import ProfileLayout
 from controller.errors import ControllerError
 
 DISTRIBUTION = "hermes-agent"
@@ -128,7 +129,7 @@ def managed_scope() -> ManagedScope | None:
     folder = override or MANAGED_DEFAULT
     if not os.path.isdir(folder):
         return None
-    target = os.path.join(folder, "config.yaml")
+    target = os.path.join(folder, ProfileLayout.CONFIG)  # the same file name as a profile's
     try:
         data = bounded.read_bytes(target, MANAGED_MAX_BYTES)  # a FIFO or a device is refused, never read
     except FileNotFoundError:

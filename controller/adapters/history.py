@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import fsio
-from controller.adapters.home import check_state_path, state_dir
+from controller.adapters.home import HomeLayout, check_state_path
 from controller.errors import HermesStateError, UsageError
 
 HISTORY_KEEP_ENV = "HERMES_FLEET_HISTORY_KEEP"
@@ -52,11 +52,11 @@ def keep_limit(variable: str, default: int) -> int:
 
 
 def history_dir(root: Path, fleet: str) -> Path:
-    return state_dir(root) / "history" / fleet
+    return HomeLayout(root).state.history / fleet
 
 
 def replaced_dir(root: Path) -> Path:
-    return state_dir(root) / "replaced"
+    return HomeLayout(root).state.replaced
 
 
 def entry_path(root: Path, fleet: str, seq: int) -> Path:
@@ -76,7 +76,7 @@ def sequence_numbers(root: Path, fleet: str) -> list[int]:
 
 
 def fleets(root: Path) -> list[str]:
-    folder = state_dir(root) / "history"
+    folder = HomeLayout(root).state.history
     if not folder.is_dir():
         return []
     with fsio.mapped("list", folder):

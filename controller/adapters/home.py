@@ -16,32 +16,247 @@ after these checks is caught at the write itself (fsio's fence, which uses `prof
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from controller.errors import ContainmentError, UsageError
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE
 
-STATE_DIR = ".hermes-fleet"  # our own state under the root: inventory, lock, backups
-PROFILES_DIR = "profiles"
-OWNER_MARKER = ".hermes-fleet-owner.json"
+
+@dataclass(frozen=True)
+class ProfileLayout:
+    """Every path hermes-fleet knows in one profile folder (the root profile's folder is the root).
+
+    The names (class attributes) are relative to the folder; the properties are the paths. Where
+    Hermes puts each file: docs/hermes/home.md#layout, docs/hermes/files.md and docs/hermes/cron.md.
+    """
+
+    path: Path
+
+    CONFIG: ClassVar[str] = "config.yaml"
+    ENV: ClassVar[str] = ".env"
+    SOUL: ClassVar[str] = "SOUL.md"
+    META: ClassVar[str] = "profile.yaml"  # the profile's description and `ui_meta`
+    OWNER_MARKER: ClassVar[str] = ".hermes-fleet-owner.json"  # ours: which fleet owns the profile
+    STATE_DB: ClassVar[str] = "state.db"  # sessions (the Bot Chat)
+    STATE_DB_SIDECARS: ClassVar[tuple[str, ...]] = ("-wal", "-shm", "-journal")
+    ASSETS: ClassVar[str] = "assets"
+    CRON: ClassVar[str] = "cron"
+    JOBS: ClassVar[str] = "cron/jobs.json"
+    JOBS_LOCK: ClassVar[str] = "cron/.jobs.lock"
+    CRON_OUTPUT: ClassVar[str] = "cron/output"  # cron/output/<job id>/<run>.md
+    TICKER_HEARTBEAT: ClassVar[str] = "cron/ticker_heartbeat"
+    TICKER_LAST_SUCCESS: ClassVar[str] = "cron/ticker_last_success"
+    GATEWAY_PID: ClassVar[str] = "gateway.pid"
+    GATEWAY_STATE: ClassVar[str] = "gateway_state.json"
+    AUTH: ClassVar[str] = "auth.json"
+    HONCHO: ClassVar[str] = "honcho.json"  # in a profile and in the root (docs/hermes/rename.md)
+    SKILLS: ClassVar[str] = "skills"
+    MEMORIES: ClassVar[tuple[str, ...]] = ("memories/MEMORY.md", "memories/USER.md")
+    NO_BUNDLED_SKILLS: ClassVar[str] = ".no-bundled-skills"  # Hermes checks only that it exists
+    # The folders `hermes profile create` (0.19.0 `_PROFILE_DIRS`) makes in every new profile.
+    CREATED_DIRS: ClassVar[tuple[str, ...]] = (
+        "memories", "sessions", SKILLS, "skins", "logs", "plans", "workspace", CRON, "home",
+    )  # fmt: skip
+
+    @staticmethod
+    def avatar_name(ext: str) -> str:
+        """`assets/avatar.<ext>` (docs/hermes/bot-mode.md#avatars)."""
+        return f"{ProfileLayout.ASSETS}/avatar.{ext}"
+
+    def avatar(self, ext: str) -> Path:
+        return self.path / self.avatar_name(ext)
+
+    @property
+    def config(self) -> Path:
+        return self.path / self.CONFIG
+
+    @property
+    def env(self) -> Path:
+        return self.path / self.ENV
+
+    @property
+    def soul(self) -> Path:
+        return self.path / self.SOUL
+
+    @property
+    def meta(self) -> Path:
+        return self.path / self.META
+
+    @property
+    def owner_marker(self) -> Path:
+        return self.path / self.OWNER_MARKER
+
+    @property
+    def state_db(self) -> Path:
+        return self.path / self.STATE_DB
+
+    @property
+    def assets(self) -> Path:
+        return self.path / self.ASSETS
+
+    @property
+    def cron(self) -> Path:
+        return self.path / self.CRON
+
+    @property
+    def jobs(self) -> Path:
+        return self.path / self.JOBS
+
+    @property
+    def jobs_lock(self) -> Path:
+        return self.path / self.JOBS_LOCK
+
+    @property
+    def honcho(self) -> Path:
+        return self.path / self.HONCHO
+
+    def __truediv__(self, rel: str) -> Path:
+        return self.path / rel
+
+
+# Every folder hermes-fleet writes files into inside a profile (fsio's temp files land there too).
+PROFILE_WRITTEN_DIRS = ("", ProfileLayout.CRON, ProfileLayout.ASSETS)
+OWNER_MARKER = ProfileLayout.OWNER_MARKER
 # Every path hermes-fleet writes inside a profile (the avatar's folder and file, the cron store and
 # Hermes' lock beside it, the sessions database and its sidecars).
 PROFILE_ENTRIES = (
-    "config.yaml",
-    ".env",
-    "SOUL.md",
-    "profile.yaml",
+    ProfileLayout.CONFIG,
+    ProfileLayout.ENV,
+    ProfileLayout.SOUL,
+    ProfileLayout.META,
     OWNER_MARKER,
-    "state.db",
-    "state.db-wal",
-    "state.db-shm",
-    "state.db-journal",
-    "assets",
-    *(f"assets/avatar.{ext}" for ext in AVATAR_EXTENSIONS),
-    "cron",
-    "cron/jobs.json",
-    "cron/.jobs.lock",
+    ProfileLayout.STATE_DB,
+    *(ProfileLayout.STATE_DB + s for s in ProfileLayout.STATE_DB_SIDECARS),
+    ProfileLayout.ASSETS,
+    *(ProfileLayout.avatar_name(ext) for ext in AVATAR_EXTENSIONS),
+    ProfileLayout.CRON,
+    ProfileLayout.JOBS,
+    ProfileLayout.JOBS_LOCK,
 )
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """hermes-fleet's own state, `<root>/.hermes-fleet/` (Hermes never looks inside)."""
+
+    path: Path
+
+    INVENTORY: ClassVar[str] = "inventory"  # inventory/<fleet>.json
+    HISTORY: ClassVar[str] = "history"  # history/<fleet>/<entry>
+    REPLACED: ClassVar[str] = "replaced"  # replaced/<stamp>/<path in the home>: kept copies
+    BACKUPS: ClassVar[str] = "backups"  # backups/<stamp>-<bot>/{BACKUP.json,profile/}
+    BACKUP_META: ClassVar[str] = "BACKUP.json"
+    BACKUP_TREE: ClassVar[str] = "profile"
+    GIT: ClassVar[str] = "git"  # the reconciler's clones
+    CACHE: ClassVar[str] = "cache"
+    PARSE_CACHE: ClassVar[str] = "cache/parsed.json"
+    OUTBOX: ClassVar[str] = "outbox"  # outbox/<webhook>/<event id>.json
+    APPLY_LOCK: ClassVar[str] = "apply.lock"
+    WATCH_LOCK: ClassVar[str] = "watch.lock"
+    WATCH_STATUS: ClassVar[str] = "watch-status.json"
+    SUSPENDED: ClassVar[str] = "suspended.json"  # hermes-fleet suspend: who, when, why
+    DEMO: ClassVar[str] = "demo"  # the demo's manifests
+    # Its own entries, none of which may be a symlink (`check_state`).
+    ENTRIES: ClassVar[tuple[str, ...]] = (
+        INVENTORY, HISTORY, REPLACED, BACKUPS, GIT, APPLY_LOCK, WATCH_LOCK, WATCH_STATUS, SUSPENDED,
+    )  # fmt: skip
+    # The folders that hold files written through fsio (so a killed run's temp files), and how deep
+    # `profiles.sweep_leftovers` looks in each: "flat" the folder, "children" also each folder in
+    # it, "tree" every folder below. The git clones are git's own files, never swept.
+    SWEPT: ClassVar[dict[str, str]] = {
+        "": "flat", INVENTORY: "flat", CACHE: "flat", BACKUPS: "children", HISTORY: "children",
+        REPLACED: "tree", OUTBOX: "children",
+    }  # fmt: skip
+
+    def __truediv__(self, rel: str) -> Path:
+        return self.path / rel
+
+    @property
+    def inventory(self) -> Path:
+        return self.path / self.INVENTORY
+
+    @property
+    def history(self) -> Path:
+        return self.path / self.HISTORY
+
+    @property
+    def replaced(self) -> Path:
+        return self.path / self.REPLACED
+
+    @property
+    def backups(self) -> Path:
+        return self.path / self.BACKUPS
+
+    @property
+    def git(self) -> Path:
+        return self.path / self.GIT
+
+    @property
+    def cache(self) -> Path:
+        return self.path / self.CACHE
+
+    @property
+    def parse_cache(self) -> Path:
+        return self.path / self.PARSE_CACHE
+
+    @property
+    def outbox(self) -> Path:
+        return self.path / self.OUTBOX
+
+    @property
+    def apply_lock(self) -> Path:
+        return self.path / self.APPLY_LOCK
+
+    @property
+    def watch_lock(self) -> Path:
+        return self.path / self.WATCH_LOCK
+
+    @property
+    def watch_status(self) -> Path:
+        return self.path / self.WATCH_STATUS
+
+    @property
+    def suspended(self) -> Path:
+        return self.path / self.SUSPENDED
+
+
+@dataclass(frozen=True)
+class HomeLayout:
+    """Every path under a Hermes home (its root): the root profile, `profiles/<name>/`, and
+    hermes-fleet's own `.hermes-fleet/`. The one place these names are spelt
+    (tests/unit/test_home_layout.py checks that no other module spells them)."""
+
+    root: Path
+
+    PROFILES: ClassVar[str] = "profiles"
+    TOMBSTONES: ClassVar[str] = ".deleted"  # Hermes main: profiles/.deleted/<name> marks a deleted profile
+    STATE: ClassVar[str] = ".hermes-fleet"
+    ACTIVE_PROFILE: ClassVar[str] = "active_profile"  # the root's sticky profile name (docs/hermes/rename.md)
+
+    @property
+    def profiles(self) -> Path:
+        return self.root / self.PROFILES
+
+    def tombstone(self, name: str) -> Path:
+        return self.root / self.PROFILES / self.TOMBSTONES / name
+
+    @property
+    def active_profile(self) -> Path:
+        return self.root / self.ACTIVE_PROFILE
+
+    def profile(self, name: str) -> ProfileLayout:
+        """The default profile is the root itself; named profiles live in `<root>/profiles/<name>`."""
+        return ProfileLayout(self.root if name == DEFAULT_PROFILE else self.root / self.PROFILES / name)
+
+    @property
+    def state(self) -> StateLayout:
+        return StateLayout(self.root / self.STATE)
+
+
+STATE_DIR = HomeLayout.STATE  # our own state under the root: inventory, lock, backups
+PROFILES_DIR = HomeLayout.PROFILES
 
 
 def resolve_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -68,18 +283,18 @@ def _root_named(explicit: str | os.PathLike[str] | None) -> Path:
         return native_home
     except ValueError:
         pass
-    if home.parent.name == "profiles":
+    if home.parent.name == HomeLayout.PROFILES:
         return home.parent.parent
     return home
 
 
 def profile_dir(root: Path, name: str) -> Path:
     """The default profile is the root itself; named profiles live in `<root>/profiles/<name>`."""
-    return root if name == DEFAULT_PROFILE else root / "profiles" / name
+    return HomeLayout(root).profile(name).path
 
 
 def state_dir(root: Path) -> Path:
-    return root / STATE_DIR
+    return HomeLayout(root).state.path
 
 
 def _real(path: Path) -> Path:
@@ -175,7 +390,7 @@ def check_inside_real(real: Path, path: Path, own: Path, foreign: tuple[Path, ..
     )
 
 
-STATE_ENTRIES = ("inventory", "history", "replaced", "backups", "git", "apply.lock", "watch.lock", "watch-status.json")
+STATE_ENTRIES = StateLayout.ENTRIES
 
 
 def check_state(root: Path) -> None:

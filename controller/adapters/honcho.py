@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import fsio
-from controller.adapters.home import profile_dir
+from controller.adapters.home import HomeLayout
 from controller.errors import ControllerError
-from controller.hermes.renaming import HONCHO_FILE, has_honcho_host
+from controller.hermes import DEFAULT_PROFILE
+from controller.hermes.renaming import has_honcho_host
 
 
 def files(root: Path, profile: str) -> list[Path]:
     """The Honcho config files inside the Hermes home that name profiles: the profile's, then the root's."""
-    return [profile_dir(root, profile) / HONCHO_FILE, Path(root) / HONCHO_FILE]
+    layout = HomeLayout(Path(root))
+    return [layout.profile(profile).honcho, layout.profile(DEFAULT_PROFILE).honcho]
 
 
 def user_file() -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 
 from controller import bounded
 from controller.adapters import fsio, homebounds
-from controller.adapters.home import OWNER_MARKER, check_state_path, profile_dir, state_dir
+from controller.adapters.home import OWNER_MARKER, HomeLayout, check_state_path
 from controller.adapters.sharing import Sharer
 from controller.errors import HermesStateError
 from controller.hermes import DEFAULT_PROFILE
@@ -30,7 +30,7 @@ MAX_INVENTORY_BYTES = 512 * 1024 * 1024
 
 
 def inventory_dir(root: Path) -> Path:
-    return state_dir(root) / "inventory"
+    return HomeLayout(root).state.inventory
 
 
 def inventory_path(root: Path, fleet: str) -> Path:
@@ -209,7 +209,7 @@ def read_marker_checked(root: Path, name: str) -> tuple[dict[str, Any] | None, s
     readable). A bot can write its own folder: a marker it spoiled puts that bot in error rather
     than reading as "no marker", which would make its profile look hand-made (a conflict that
     refuses the whole apply)."""
-    path = profile_dir(root, name) / MARKER
+    path = HomeLayout(root).profile(name).owner_marker
     try:
         data = homebounds.parse_json(bounded.read_bytes(path, MAX_MARKER_BYTES).decode("utf-8"), str(path), "marker", "")
     except FileNotFoundError:

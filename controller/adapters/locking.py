@@ -18,7 +18,7 @@ from pathlib import Path
 
 from controller import bounded
 from controller.adapters import fsio
-from controller.adapters.home import check_state_path, state_dir
+from controller.adapters.home import HomeLayout, check_state_path
 from controller.errors import ControllerError, LockHeld
 
 POLL_SECONDS = 0.1
@@ -26,8 +26,7 @@ POLL_SECONDS = 0.1
 
 @contextlib.contextmanager
 def apply_lock(root: Path, *, timeout: float, purpose: str = "apply") -> Iterator[None]:
-    folder = state_dir(root)
-    path = folder / "apply.lock"
+    path = HomeLayout(root).state.apply_lock
     fd = open_lock_file(root, path)
     try:
         flock_within(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import fsio
-from controller.adapters.home import check_state_path, state_dir
+from controller.adapters.home import HomeLayout, check_state_path
 from controller.adapters.webhooks import Event
 from controller.errors import ControllerError
 
@@ -36,7 +36,7 @@ Log = Callable[..., None]
 class Outbox:
     def __init__(self, root: Path, log: Log) -> None:
         self.root = root
-        self.folder = state_dir(root) / "outbox"
+        self.folder = HomeLayout(root).state.outbox
         self.log = log
 
     def _path(self, webhook: str, event_id: str) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from controller.adapters import configfile, fsio, sharing
-from controller.adapters.home import check_state_path, state_dir
+from controller.adapters.home import HomeLayout, check_state_path
 from controller.errors import ControllerError
 
 VERSION = 1
@@ -24,7 +24,7 @@ _LOADED: set[str] = set()  # homes whose cache this process has taken (a watch l
 
 
 def cache_path(root: Path) -> Path:
-    return state_dir(root) / "cache" / "parsed.json"
+    return HomeLayout(root).state.parse_cache
 
 
 def load(root: Path) -> None:

@@ -28,11 +28,15 @@ from controller.adapters import fsio, homebounds
 from controller.adapters.home import (
     DEFAULT_PROFILE,
     OWNER_MARKER,
+    PROFILE_WRITTEN_DIRS,
+    PROFILES_DIR,
+    HomeLayout,
+    ProfileLayout,
+    StateLayout,
     check_profile_dir,
     check_profiles_root,
     check_state_path,
     profile_dir,
-    state_dir,
 )
 from controller.errors import ConflictError, HermesStateError, UsageError
 from controller.hermes.env import PROFILE_ENV_HEADER
@@ -41,18 +45,17 @@ PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")
 # `hermes profile create` refuses these (0.19 `_RESERVED_NAMES`); so do we.
 RESERVED_NAMES = frozenset({"hermes", "default", "test", "tmp", "root", "sudo"})
 
-PROFILES_DIR = "profiles"
-TOMBSTONE_DIR = ".deleted"  # Hermes main: profiles/.deleted/<name> marks a deleted profile
-BACKUPS_DIR = "backups"
-BACKUP_META = "BACKUP.json"
-BACKUP_TREE = "profile"
+TOMBSTONE_DIR = HomeLayout.TOMBSTONES  # Hermes main: profiles/.deleted/<name> marks a deleted profile
+BACKUPS_DIR = StateLayout.BACKUPS
+BACKUP_META = StateLayout.BACKUP_META
+BACKUP_TREE = StateLayout.BACKUP_TREE
 
 # What `hermes profile create` (0.19) makes in every new profile.
-PROFILE_DIRS = ("memories", "sessions", "skills", "skins", "logs", "plans", "workspace", "cron", "home")
+PROFILE_DIRS = ProfileLayout.CREATED_DIRS
 # What `--clone-from` copies, when present in the source.
-CLONE_TREES = ("skills",)
-CLONE_SUBDIR_FILES = ("memories/MEMORY.md", "memories/USER.md")
-NO_BUNDLED_SKILLS_MARKER = ".no-bundled-skills"  # Hermes checks only that it exists
+CLONE_TREES = (ProfileLayout.SKILLS,)
+CLONE_SUBDIR_FILES = ProfileLayout.MEMORIES
+NO_BUNDLED_SKILLS_MARKER = ProfileLayout.NO_BUNDLED_SKILLS
 STAGING_INFIX = ".staging-"  # profiles/.<bot>.staging-<pid>: a profile being built, never listed by Hermes
 _STAGING_RE = re.compile(r"^\.[a-z0-9][a-z0-9_-]{0,63}\.staging-(\d+)$")
 
@@ -170,7 +173,7 @@ def _named_dir(root: Path, name: str) -> Path:
 
 def is_tombstoned(root: Path, name: str) -> bool:
     """True when Hermes main deleted `name` (profiles/.deleted/<name>); never recreate it then."""
-    return os.path.lexists(Path(root) / PROFILES_DIR / TOMBSTONE_DIR / name)
+    return os.path.lexists(HomeLayout(Path(root)).tombstone(name))
 
 
 def live_profiles(root: Path) -> list[str]:
@@ -198,25 +201,29 @@ def sweep_leftovers(root: Path, names: Collection[str]) -> list[Path]:
     not entered."""
     root = Path(root)
     removed = sweep_staging(root)
-    state = state_dir(root)
-    folders = [root, root / "cron", root / "assets", state, state / "inventory", state / "cache", state / BACKUPS_DIR]
-    for name in sorted(set(names) - {DEFAULT_PROFILE}):
-        if PROFILE_NAME_RE.match(name):
-            base = root / PROFILES_DIR / name
-            folders += [base, base / "cron", base / "assets"]
-    backups = state / BACKUPS_DIR
-    if backups.is_dir() and not os.path.islink(backups) and not os.path.islink(state):
-        folders += [Path(e.path) for e in os.scandir(backups) if e.is_dir(follow_symlinks=False)]
-    history = state / "history"  # adapters/history.py: one folder per fleet
-    if history.is_dir() and not os.path.islink(history) and not os.path.islink(state):
-        folders += [Path(e.path) for e in os.scandir(history) if e.is_dir(follow_symlinks=False)]
-    replaced = state / "replaced"  # kept copies, nested as in the home (os.walk never follows a link)
-    if replaced.is_dir() and not os.path.islink(replaced) and not os.path.islink(state):
-        folders += [Path(top) for top, _, _ in os.walk(replaced)]
+    layout = HomeLayout(root)
+    profiles = [DEFAULT_PROFILE, *(n for n in sorted(set(names) - {DEFAULT_PROFILE}) if PROFILE_NAME_RE.match(n))]
+    folders = [layout.profile(name) / rel for name in profiles for rel in PROFILE_WRITTEN_DIRS]
+    folders += _state_folders(layout.state)
     for folder in folders:
         if _no_link_below(root, folder):
             removed += fsio.sweep_temp_files(folder)
     return removed
+
+
+def _state_folders(state: StateLayout) -> list[Path]:
+    """The folders of `.hermes-fleet/` that hold our files, as deep as StateLayout.SWEPT says."""
+    folders = []
+    for rel, depth in StateLayout.SWEPT.items():
+        folder = state / rel
+        folders.append(folder)
+        if depth == "flat" or not folder.is_dir() or os.path.islink(folder) or os.path.islink(state.path):
+            continue
+        if depth == "children":
+            folders += [Path(e.path) for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+        else:  # "tree": nested as in the home (os.walk never follows a link)
+            folders += [Path(top) for top, _, _ in os.walk(folder)][1:]
+    return folders
 
 
 def _no_link_below(root: Path, path: Path) -> bool:
@@ -273,8 +280,8 @@ def create_profile(
                 fsio.atomic_write_text(staging / rel, text)
             if fill is not None:
                 fill(staging)
-            if not (staging / ".env").exists():  # after `fill`: a bot's env keys go in with the header
-                fsio.atomic_write_text(staging / ".env", PROFILE_ENV_HEADER, mode=0o600)
+            if not ProfileLayout(staging).env.exists():  # after `fill`: a bot's env keys go in with the header
+                fsio.atomic_write_text(ProfileLayout(staging).env, PROFILE_ENV_HEADER, mode=0o600)
         fsio.sync_filesystem(staging)
         # Re-check just before publishing: another writer may have created or tombstoned it.
         _refuse_existing(root, name, target)
@@ -346,17 +353,16 @@ def _build_profile(staging: Path, *, source: Path | None, create_empty: bool) ->
 
 
 def _copy_clone_files(source: Path, dest: Path) -> None:
-    config_text = _read_text(source / "config.yaml")
-    config = _load_yaml(source / "config.yaml", config_text) if config_text is not None else None
+    src_files, dest_files = ProfileLayout(source), ProfileLayout(dest)
+    config_text = _read_text(src_files.config)
+    config = _load_yaml(src_files.config, config_text) if config_text is not None else None
     if config_text is not None:
-        fsio.atomic_write_text(
-            dest / "config.yaml", _strip_channel_config(config_text, config), mode=_mode_of(source / "config.yaml")
-        )
-    env_text = _read_text(source / ".env")
+        fsio.atomic_write_text(dest_files.config, _strip_channel_config(config_text, config), mode=_mode_of(src_files.config))
+    env_text = _read_text(src_files.env)
     if env_text is not None:
         # Hermes tightens a cloned .env to 0600 whatever the source mode was.
-        fsio.atomic_write_text(dest / ".env", strip_channel_env(env_text, _configured_platforms(config)), mode=0o600)
-    for rel in ("SOUL.md", *CLONE_SUBDIR_FILES):
+        fsio.atomic_write_text(dest_files.env, strip_channel_env(env_text, _configured_platforms(config)), mode=0o600)
+    for rel in (ProfileLayout.SOUL, *CLONE_SUBDIR_FILES):
         src = source / rel
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -457,7 +463,7 @@ def _copy_tree(src: Path, dest: Path) -> None:
 
 
 def backups_dir(root: Path) -> Path:
-    return state_dir(Path(root)) / BACKUPS_DIR
+    return HomeLayout(Path(root)).state.backups
 
 
 def backup_profile(root: Path, name: str, *, fleet: str, records: dict[str, Any] | None = None) -> Path:

@@ -21,6 +21,7 @@ from typing import Any
 
 from controller import bounded
 from controller.adapters import homebounds
+from controller.adapters.home import ProfileLayout
 from controller.errors import HermesStateError
 
 MAX_STATE_BYTES = 1024 * 1024
@@ -46,8 +47,8 @@ def read_epoch(path: Path) -> float | None:
 
 def ticker(profile_dir: Path) -> tuple[float | None, float | None]:
     """(last heartbeat, last successful tick) of the cron ticker serving this profile, as epochs."""
-    cron = profile_dir / "cron"
-    return read_epoch(cron / "ticker_heartbeat"), read_epoch(cron / "ticker_last_success")
+    layout = ProfileLayout(profile_dir)
+    return read_epoch(layout / layout.TICKER_HEARTBEAT), read_epoch(layout / layout.TICKER_LAST_SUCCESS)
 
 
 def _json(path: Path) -> dict[str, Any] | None:
@@ -98,23 +99,23 @@ def _live(record: dict[str, Any] | None) -> int | None:
 
 def gateway(profile_dir: Path) -> GatewayProcess:
     """Whether a gateway runs for this profile (Hermes 0.19.0: one gateway per HERMES_HOME)."""
-    state = _json(profile_dir / "gateway_state.json")
+    state = _json(profile_dir / ProfileLayout.GATEWAY_STATE)
     state_name = state.get("gateway_state") if state else None
     listed = (state or {}).get("served_profiles")
     served = tuple(p for p in listed if isinstance(p, str)) if isinstance(listed, list) else ()
-    pid = _live(_json(profile_dir / "gateway.pid"))
+    pid = _live(_json(profile_dir / ProfileLayout.GATEWAY_PID))
     if pid is not None:
-        return GatewayProcess(True, pid, state_name if isinstance(state_name, str) else None, "gateway.pid", served)
+        return GatewayProcess(True, pid, state_name if isinstance(state_name, str) else None, ProfileLayout.GATEWAY_PID, served)
     if state is not None and state_name not in (None, "stopped", "startup_failed"):
         pid = _live(state)
         if pid is not None:
-            return GatewayProcess(True, pid, str(state_name), "gateway_state.json", served)
+            return GatewayProcess(True, pid, str(state_name), ProfileLayout.GATEWAY_STATE, served)
     return GatewayProcess(False, None, state_name if isinstance(state_name, str) else None, "")
 
 
 def credential_stores(profile_dir: Path) -> frozenset[str]:
     """Providers with a credential in this profile's `auth.json`: a pool entry or an OAuth state."""
-    data = _json(profile_dir / "auth.json") or {}
+    data = _json(profile_dir / ProfileLayout.AUTH) or {}
     found: set[str] = set()
     pool = data.get("credential_pool")
     if isinstance(pool, dict):

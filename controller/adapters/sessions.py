@@ -19,12 +19,13 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from controller.adapters import fsio
+from controller.adapters.home import HomeLayout, ProfileLayout
 from controller.errors import ConflictError, HermesStateError
 
 T = TypeVar("T")
 
 BOT_CHAT_TITLE = "Bot Chat"
-STATE_DB = "state.db"
+STATE_DB = ProfileLayout.STATE_DB
 # Rows with these sources are not a chat (docs/hermes/bot-mode.md#bot-chat): they count as absent.
 NON_CHAT_SOURCES = frozenset({"kanban", "tool"})
 BOT_CHAT_SOURCE = "cli"  # what `hermes chat -c "Bot Chat" --create-if-missing` (main) stores
@@ -254,7 +255,7 @@ def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None) -> bool:
     if not profile_dir.is_dir():
         raise HermesStateError(f"profile directory {profile_dir} does not exist", path=str(profile_dir))
     # Its real file, never a hard link: SQLite writes in place (fsio.in_place).
-    db = fsio.in_place(profile_dir / STATE_DB, sidecars=("-wal", "-shm", "-journal"))
+    db = fsio.in_place(profile_dir / STATE_DB, sidecars=ProfileLayout.STATE_DB_SIDECARS)
     new = not os.path.lexists(db)
     if new and fsio.is_deferred() and _CAN_SERIALIZE:
         # A new profile's staging folder: nobody else can open this DB, so it is built in memory
@@ -447,4 +448,4 @@ def _session_id() -> str:
 
 def _profile_name(profile_dir: Path) -> str | None:
     # Hermes records the named profile, and NULL for the default profile (the root).
-    return profile_dir.name if profile_dir.parent.name == "profiles" else None
+    return profile_dir.name if profile_dir.parent.name == HomeLayout.PROFILES else None

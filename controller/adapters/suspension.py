@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.adapters import fsio
-from controller.adapters.home import check_state_path, state_dir
+from controller.adapters.home import StateLayout, check_state_path, state_dir
 from controller.errors import ContainmentError, HermesStateError
 
-FILE = "suspended.json"
+FILE = StateLayout.SUSPENDED
 MAX_BYTES = 16 * 1024  # the record is a few hundred bytes
 MAX_REASON = 500  # characters of --reason
 

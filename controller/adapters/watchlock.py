@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from controller.adapters import fsio, locking
-from controller.adapters.home import state_dir
+from controller.adapters.home import StateLayout, state_dir
 from controller.errors import ConflictError
 
-LOCK_FILE = "watch.lock"
+LOCK_FILE = StateLayout.WATCH_LOCK
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import sys
-import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -190,17 +189,12 @@ def next_run(routine: Routine, now: datetime) -> str | None:
     return run_at.isoformat()
 
 
-def new_job_id() -> str:
-    """A fresh job id in Hermes' shape (12 hex digits)."""
-    return uuid.uuid4().hex[:12]
-
-
-def new_job(bot: str, routine: Routine, now: datetime, job_id: str | None = None) -> dict[str, Any]:
-    """A complete job record in the shape `cron.jobs.create_job` writes (`job_id`: a fresh one by default)."""
+def new_job(bot: str, routine: Routine, now: datetime, job_id: str) -> dict[str, Any]:
+    """A complete job record in the shape `cron.jobs.create_job` writes (`job_id`: the engine
+    chooses it, engine/applying/routines.py `new_job_id`; core makes no random values)."""
     fields = desired_fields(bot, routine)
     parsed = schedules.parse(routine.schedule, tz=now.tzinfo)
     skills = fields["skills"]
-    job_id = job_id or new_job_id()
     job = {
         "id": job_id,
         "name": fields["name"],

@@ -34,6 +34,7 @@ from controller.adapters import (
 )
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
+from controller.adapters.home import HomeLayout, ProfileLayout
 from controller.core import mcp as mcp_servers
 from controller.core import rooms
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_parts, split_key
@@ -128,7 +129,7 @@ def observe_others(root: Path, present: frozenset[str] | None, seen: set[str]) -
         if path.is_symlink() or not path.is_dir():
             continue
         try:
-            meta = profilemeta.ProfileMeta.load(path / "profile.yaml")
+            meta = profilemeta.ProfileMeta.load(ProfileLayout(path).meta)
             record = meta.bot_record() or {}
             title = record.get("title")
             others[name] = (title if isinstance(title, str) else None, meta.display_name)
@@ -193,9 +194,10 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
     if not exists:
         return LiveProfile(name=name, path=path, exists=False, tombstoned=tombstoned)
     errors: list[str] = []
-    config = _read(errors, path, lambda: configfile.ConfigDoc.load(path / "config.yaml"))
-    env = _read(errors, path, lambda: envfile.read_env(path / ".env"))
-    meta = _read(errors, path, lambda: profilemeta.ProfileMeta.load(path / "profile.yaml"))
+    files = ProfileLayout(path)
+    config = _read(errors, path, lambda: configfile.ConfigDoc.load(files.config))
+    env = _read(errors, path, lambda: envfile.read_env(files.env))
+    meta = _read(errors, path, lambda: profilemeta.ProfileMeta.load(files.meta))
     soul = _read_soul(errors, path)
     avatar, avatar_files = _read_avatar(errors, path)
     marker, marker_problem = inventory_file.read_marker_checked(root, name) if name != DEFAULT_PROFILE else (None, "")
@@ -299,23 +301,23 @@ def _read(errors: list[str], path: Path, reader: Callable[[], T]) -> T | None:
 
 
 def _read_soul(errors: list[str], path: Path) -> str | None:
-    data = _read(errors, path, lambda: fsio.read_bounded(path / "SOUL.md", homebounds.SOUL_BYTES))
+    soul = ProfileLayout(path).soul
+    data = _read(errors, path, lambda: fsio.read_bounded(soul, homebounds.SOUL_BYTES))
     if data is None:
         return None
     try:
         # Exactly as written (no newline translation): a soul with a "\r" must compare equal to itself.
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        errors.append(f"{path / 'SOUL.md'}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+        errors.append(f"{soul}: not UTF-8 text ({exc.reason} at byte {exc.start})")
         return None
 
 
 def _read_avatar(errors: list[str], path: Path) -> tuple[tuple[str, str] | None, tuple[str, ...]]:
-    assets = path / "assets"
     found: list[str] = []
     avatar = None
     for ext in AVATAR_EXTENSIONS:
-        candidate = assets / f"avatar.{ext}"
+        candidate = ProfileLayout(path).avatar(ext)
         if not candidate.is_file():
             continue
         found.append(ext)
@@ -486,6 +488,6 @@ def observe_rooms(root: Path, options: gw.GatewayOptions | None, *, seats: Seque
 def _stray_profiles(root: Path) -> tuple[str, ...]:
     """Folders under profiles/ that are no profile name (`.deleted`, a staging leftover)."""
     try:
-        return tuple(sorted(p.name for p in (root / "profiles").iterdir() if p.is_dir() and rooms.stray(p.name)))
+        return tuple(sorted(p.name for p in HomeLayout(root).profiles.iterdir() if p.is_dir() and rooms.stray(p.name)))
     except OSError:
         return ()

@@ -20,6 +20,7 @@ from controller.core.inventory import Inventory
 from controller.core.selection import Selection, select
 from controller.core.types import Inputs, Options, Plan, RunResult
 from controller.engine import applying, history, observing, records
+from controller.engine.ledger import Ledger
 from controller.errors import ConflictError, UsageError
 from controller.manifests.desired import DesiredState
 
@@ -51,7 +52,7 @@ def plan_home(
     parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
     inventory = records.load(root, state.fleet)
     check_slice(inventory, state, options)
-    inventory.reclaim(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
+    inventory = inventory.reclaimed(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
     observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
     chosen = selection or Selection()
@@ -195,7 +196,7 @@ def _apply_once(
 
 
 def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult, *, revision: str | None = None) -> None:
-    inventory = planned.inputs.inventory
+    ledger = results.ledger or Ledger(planned.inputs.inventory)
     failed = bool(results.failed or planned.plan.errors or results.abandoned)
     record = {
         "at": inventory_file.now_iso(),
@@ -209,7 +210,5 @@ def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult
         record["revision"] = revision
     if planned.selection:
         record["selection"] = planned.selection
-    inventory.last_apply = record
-    inventory.history.append(record)
-    inventory.host = planned.state.host  # check_slice let it through: the same host, or --rehost
-    records.save(root, inventory)  # always: the run itself is history, even when nothing changed
+    ledger.add_run(record, planned.state.host)  # the host: check_slice let it through (the same one, or --rehost)
+    records.save(root, ledger)  # always: the run itself is history, even when nothing changed

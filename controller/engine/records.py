@@ -1,21 +1,29 @@
-"""The inventory between the core's value type and its file: load, save, other fleets."""
+"""The inventory between the core's value type and its file: load (a frozen Inventory), save (a
+run's Ledger), other fleets; and the salt of a new inventory (core makes no random values)."""
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Any
 
 from controller.adapters import inventory as inventory_file
 from controller.core.inventory import Inventory
 from controller.core.types import LiveProfile
+from controller.engine.ledger import Ledger
 from controller.errors import HermesStateError
 from controller.manifests import reading
+
+
+def new_salt() -> str:
+    """The key of a new inventory's secret hashes (core.inventory.Inventory.secret_hash)."""
+    return secrets.token_hex(16)
 
 
 def load(root: Path, fleet: str) -> Inventory:
     data = inventory_file.read(root, fleet)
     if data is None:
-        return Inventory(fleet=fleet)
+        return Inventory(fleet=fleet, salt=new_salt())
     _check_bot_fields(root, fleet, data["objects"])
     host = data.get("host")
     if host is not None and not (isinstance(host, str) and reading.HOST_NAME.match(host)):
@@ -26,7 +34,7 @@ def load(root: Path, fleet: str) -> Inventory:
             path=str(path),
             hint='set it to the host this home runs (e.g. "host": "office"), or remove the key and apply with --host',
         )
-    return Inventory.from_json(fleet, data)
+    return Inventory.from_json(fleet, data, salt=new_salt())
 
 
 def _check_bot_fields(root: Path, fleet: str, objects: dict[str, Any]) -> None:
@@ -44,6 +52,6 @@ def _check_bot_fields(root: Path, fleet: str, objects: dict[str, Any]) -> None:
                     )
 
 
-def save(root: Path, inventory: Inventory) -> None:
-    inventory_file.write(root, inventory.fleet, inventory.to_json())
-    inventory.exists = True
+def save(root: Path, ledger: Ledger) -> None:
+    inventory_file.write(root, ledger.fleet, ledger.to_json())
+    ledger.exists = True

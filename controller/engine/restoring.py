@@ -19,6 +19,7 @@ from controller.adapters.profiles import BackupInfo
 from controller.core.inventory import bot_key
 from controller.engine import records
 from controller.engine.applying.bots import owned_with
+from controller.engine.ledger import Ledger
 from controller.errors import ConflictError
 from controller.hermes import naming
 
@@ -33,9 +34,9 @@ def restore(root: Path, backup: str, *, lock_timeout: float = 10.0) -> tuple[Bac
             if isinstance(entry, dict) and owned_with(key, info.name)  # only the bot's own entries
         }
         if kept and info.fleet and not naming.profile_name_problem(info.fleet):
-            inventory = records.load(root, info.fleet)
-            inventory.restored[info.name] = {**inventory.restored.get(info.name, {}), **kept}
-            records.save(root, inventory)
+            ledger = Ledger(records.load(root, info.fleet))
+            ledger.keep_restored(info.name, kept)
+            records.save(root, ledger)
         profiles.discard_backup(info)
     return info, len(kept) if info.fleet else 0
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller import bounded
 from controller.adapters import fsio, homebounds
-from controller.adapters.home import check_state_path, state_dir
+from controller.adapters.home import StateLayout, check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource
 from controller.core import health as health_core
 from controller.core.watching import Run
@@ -23,7 +23,7 @@ from controller.redact import redact_text, redact_url
 if TYPE_CHECKING:
     from controller.engine.watching import Reconciler
 
-STATUS_FILE = "watch-status.json"
+STATUS_FILE = StateLayout.WATCH_STATUS
 
 
 def read_status(root: Path) -> dict[str, Any] | None:

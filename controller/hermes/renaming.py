@@ -11,8 +11,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-HONCHO_FILE = "honcho.json"  # in a profile and in the root (docs/hermes/rename.md)
-ACTIVE_PROFILE = "active_profile"  # the root's sticky profile name (docs/hermes/rename.md)
 # config.yaml keys whose value is a profile name; a rename leaves them as they are
 # (docs/hermes/rename.md#config-keys-that-name-a-profile).
 PROFILE_KEYS = ("kanban.orchestrator_profile", "kanban.default_assignee")

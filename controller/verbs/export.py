@@ -28,7 +28,7 @@ from typing import Any
 from controller import redact
 from controller.adapters import configfile, cronstore, envfile, fsio, profilemeta
 from controller.adapters import inventory as inventory_file
-from controller.adapters.home import check_inside, profile_dir, profile_fence, resolve_root
+from controller.adapters.home import ProfileLayout, check_inside, profile_dir, profile_fence, resolve_root
 from controller.core import jobs
 from controller.core.inventory import INSTALL_KEY, split_key
 from controller.engine import observing, records
@@ -86,9 +86,10 @@ def _declared_keys(root: Path) -> dict[str, frozenset[str]]:
 
 
 def _install_values(root: Path, keep: frozenset[str]) -> tuple[dict[str, Any], dict[str, str]]:
-    data = defaults.without_defaults(configfile.ConfigDoc.load(root / "config.yaml").as_dict(), keep=keep)
+    files = ProfileLayout(root)
+    data = defaults.without_defaults(configfile.ConfigDoc.load(files.config).as_dict(), keep=keep)
     config = flatten({k: v for k, v in data.items() if k not in HERMES_OWNED_KEYS})
-    return config, envfile.read_env(root / ".env").as_dict()
+    return config, envfile.read_env(files.env).as_dict()
 
 
 def _not_inherited(data: dict[str, Any], install: dict[str, Any]) -> dict[str, Any]:
@@ -148,7 +149,7 @@ def _all_bots(root: Path) -> list[str]:
     from controller.adapters import profiles
 
     names = profiles.live_profiles(root)
-    root_meta = profilemeta.ProfileMeta.load(root / "profile.yaml")
+    root_meta = profilemeta.ProfileMeta.load(ProfileLayout(root).meta)
     if root_meta.bot_record() is not None:
         names.insert(0, DEFAULT_PROFILE)
     return names
@@ -156,9 +157,10 @@ def _all_bots(root: Path) -> list[str]:
 
 def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
     path = profile_dir(root, name)
+    files = ProfileLayout(path)
     inside = _Fence(root, name, out)
     bot: dict[str, Any] = {"name": name}
-    meta = _profile_meta(path / "profile.yaml", inside)
+    meta = _profile_meta(files.meta, inside)
     record = meta.bot_record() or {}
     if record.get("title"):
         bot["title"] = record["title"]
@@ -168,16 +170,16 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
         bot["display_name"] = meta.display_name
     if name != DEFAULT_PROFILE:
         refs: dict[str, Any] = {}
-        if inside(path / "config.yaml"):
-            doc = configfile.ConfigDoc.load(path / "config.yaml")
+        if inside(files.config):
+            doc = configfile.ConfigDoc.load(files.config)
             bot.update(_bot_config(doc, name, out, out.declared.get(name, frozenset()), refs))
         root_env = out.install[1]
-        own_env = envfile.read_env(path / ".env") if inside(path / ".env") else envfile.EnvFile()
+        own_env = envfile.read_env(files.env) if inside(files.env) else envfile.EnvFile()
         env = _env_refs(own_env, skip={k for k, v in own_env.as_dict().items() if root_env.get(k) == v}, where=name, out=out)
         env.update(refs)
         if env:
             bot["env"] = env
-    soul = path / "SOUL.md"
+    soul = files.soul
     if soul.is_file() and inside(soul):
         out.souls[name] = _masked_text(_read_soul(soul), f"{name}: SOUL.md", out)
     avatar = _avatar(path, record, name, out, inside)
@@ -190,7 +192,7 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
         sid, sname = str(record["sectionId"]), _masked_text(str(record["sectionName"]), f"{name}: section", out)
         out.sections.setdefault(sid, {"name": sname, "id": sid})
         bot["section"] = out.sections[sid]["name"]
-    routines = _routines(path, name, out) if inside(path / "cron" / "jobs.json") else []
+    routines = _routines(path, name, out) if inside(files.jobs) else []
     if routines:
         bot["routines"] = routines
     return _masked_everywhere(bot, name, out)
@@ -417,7 +419,7 @@ def _env_refs(env: envfile.EnvFile, skip: set[str], *, where: str = "", out: Exp
 def _avatar(path: Path, record: dict[str, Any], bot: str, out: Export, inside: Any = None) -> dict[str, Any] | None:
     if record.get("imageKind") == "photo":
         for ext in AVATAR_EXTENSIONS:
-            image = path / "assets" / f"avatar.{ext}"
+            image = ProfileLayout(path).avatar(ext)
             if image.is_file() and (inside is None or inside(image)):
                 out.avatars[bot] = image
                 return {"kind": "image", "image": f"avatars/{bot}.{ext}"}
@@ -505,9 +507,10 @@ def _routine(job: dict[str, Any], title: str, bot: str, out: Export) -> dict[str
 
 
 def _export_install(root: Path, out: Export) -> None:
-    doc = configfile.ConfigDoc.load(root / "config.yaml")
+    files = ProfileLayout(root)
+    doc = configfile.ConfigDoc.load(files.config)
     data = defaults.without_defaults(doc.as_dict(), keep=out.declared.get(DEFAULT_PROFILE, frozenset()))
-    env = envfile.read_env(root / ".env")
+    env = envfile.read_env(files.env)
     peer_keys = set()
     for name, entry in (data.get("bot_peers") or {}).items():
         if not isinstance(entry, dict) or not entry.get("url"):

@@ -10,7 +10,7 @@ from typing import Any
 
 from controller.adapters import inventory as inventory_file
 from controller.adapters import locking, suspension
-from controller.adapters.home import STATE_DIR, resolve_root
+from controller.adapters.home import HomeLayout, resolve_root
 from controller.core import drift, rooms
 from controller.core.inventory import Inventory, routine_parts, split_key
 from controller.core.types import GatewayView
@@ -39,7 +39,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     held = suspension.read(root)
     watch = read_status(root)
     if watch is not None:
-        watch["running"] = locking.is_held(root / STATE_DIR / "watch.lock")
+        watch["running"] = locking.is_held(HomeLayout(root).state.watch_lock)
     if args.output == "json":
         reporting.write(
             json.dumps(

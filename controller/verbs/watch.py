@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from controller.adapters import fsio, outbox, watchlock, webhooks
-from controller.adapters.home import resolve_root, state_dir
+from controller.adapters.home import HomeLayout, resolve_root
 from controller.adapters.sources import GitSource, LocalSource
 from controller.engine import healthserver, watching, watchsignals, watchstatus
 from controller.errors import ExitCode, SecretUnavailable, UsageError
@@ -26,7 +26,7 @@ def build_source(args: argparse.Namespace, root: Path, log: watching.Log | None 
             args.git,
             ref=args.ref,
             path=args.path,
-            cache_root=state_dir(root) / "git",
+            cache_root=HomeLayout(root).state.git,
             ssh_key=args.ssh_key,
             timeout=args.git_timeout,
             log=log.event if log else lambda _name, **_fields: None,

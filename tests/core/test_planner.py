@@ -100,7 +100,7 @@ def owned_bot(bot: DesiredBot) -> dict[str, Any]:
 
 
 def job_of(bot: str, routine: Routine, job_id: str = "job000000001") -> dict[str, Any]:
-    return {**jobs.new_job(bot, routine, NOW), "id": job_id}
+    return jobs.new_job(bot, routine, NOW, job_id)
 
 
 def live_room(room_id: str, name: str, members: list[str], **extra: Any) -> dict[str, Any]:

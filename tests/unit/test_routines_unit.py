@@ -19,6 +19,7 @@ from controller.errors import RefusedValue
 from controller.manifests import loading, validating
 from controller.manifests.models import Routine
 
+JOB_ID = "0123456789ab"
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # a Monday
 
 # Desktop's `routinePrompt` for a bot that is not the active profile (docs/hermes/bot-mode.md#routines),
@@ -109,13 +110,13 @@ def test_a_new_job_reads_back_as_desired(schedule: str) -> None:
         paused=True,
         paused_reason="why",
     )
-    job = routines.new_job("alpha", routine, NOW)
+    job = routines.new_job("alpha", routine, NOW, JOB_ID)
     assert routines.live_fields(job) == routines.desired_fields("alpha", routine)
     json.dumps(job)  # JSON-serialisable as Hermes writes it
 
 
 def test_new_job_has_hermes_shape() -> None:
-    job = routines.new_job("alpha", r(), NOW)
+    job = routines.new_job("alpha", r(), NOW, applying_routines.new_job_id())
     hermes_keys = {  # cron.jobs.create_job in 0.19.0 (docs/hermes/cron.md#job-record)
         "id",
         "name",
@@ -152,7 +153,7 @@ def test_new_job_has_hermes_shape() -> None:
     assert re.fullmatch(r"[0-9a-f]{12}", job["id"])
     assert job["next_run_at"] == "2026-03-02T09:00:00+00:00"
     assert job["created_at"] == NOW.isoformat()
-    assert routines.new_job("alpha", r(), NOW)["id"] != job["id"]
+    assert applying_routines.new_job_id() != job["id"]  # the engine's ids are fresh each time
 
 
 def test_next_run_in_the_bots_timezone() -> None:
@@ -160,7 +161,7 @@ def test_next_run_in_the_bots_timezone() -> None:
     assert routines.next_run(r(), kolkata) == "2026-03-02T09:00:00+05:30"
     assert routines.next_run(r(schedule="every 90m"), NOW) == (NOW + timedelta(minutes=90)).isoformat()
     assert routines.next_run(r(schedule="30m"), NOW) == (NOW + timedelta(minutes=30)).isoformat()
-    naive = routines.new_job("a", r(schedule="2030-01-02T03:04"), kolkata)
+    naive = routines.new_job("a", r(schedule="2030-01-02T03:04"), kolkata, JOB_ID)
     assert naive["schedule"]["run_at"] == "2030-01-02T03:04:00+05:30"
     assert observing.zone("Asia/Kolkata") == ZoneInfo("Asia/Kolkata")
     assert observing.zone("Not/AZone") is None and observing.zone(None) is None
@@ -174,7 +175,7 @@ def test_a_past_one_shot_is_refused() -> None:
 
 
 def test_update_job_touches_only_changed_fields_and_keeps_runtime() -> None:
-    job = routines.new_job("alpha", r(), NOW)
+    job = routines.new_job("alpha", r(), NOW, JOB_ID)
     job.update(
         next_run_at="2026-03-09T09:00:00+00:00",
         last_run_at="2026-03-02T09:00:01+00:00",
@@ -194,7 +195,7 @@ def test_update_job_touches_only_changed_fields_and_keeps_runtime() -> None:
 
 
 def test_update_job_schedule_pause_and_resume() -> None:
-    job = routines.new_job("alpha", r(), NOW)
+    job = routines.new_job("alpha", r(), NOW, JOB_ID)
     later = NOW + timedelta(days=1)
     routines.update_job(job, "alpha", r(schedule="every 2h"), {"schedule"}, later)
     assert job["schedule"] == {"kind": "interval", "minutes": 120, "display": "every 120m"}
@@ -367,7 +368,7 @@ def test_the_engine_asks_the_hermes_version_whether_the_multiplexer_ticks(tmp_pa
     (root / "profiles" / "alpha" / "cron" / "jobs.json").write_text(json.dumps({"jobs": [job]}))
     state = {"pid": os.getpid(), "gateway_state": "running", "served_profiles": ["default", "alpha"]}
     (root / "gateway_state.json").write_text(json.dumps(state))
-    inventory = Inventory("acme", objects={"routine/alpha/Digest": {"job_id": "0123456789ab", "applied": {}}})
+    inventory = Inventory("acme", "salt", objects={"routine/alpha/Digest": {"job_id": "0123456789ab", "applied": {}}})
     old = engine_health.check(root, "acme", inventory=inventory, hermes_version="0.19.0", now=NOW.timestamp())
     assert ("gateway-down", "bot/alpha") in {(f.code, f.subject) for f in old.findings}
     new = engine_health.check(root, "acme", inventory=inventory, hermes_version="0.20.0", now=NOW.timestamp())

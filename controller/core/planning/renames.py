@@ -139,10 +139,9 @@ def moved_inventory(inventory: Inventory, decisions: dict[str, Decision]) -> Inv
     moving = [d for d in decisions.values() if d.moves_records]
     if not moving:
         return inventory
-    copy = dataclasses.replace(inventory, objects=dict(inventory.objects))
     for d in moving:
-        copy.rename_bot(d.old, d.new)
-    return copy
+        inventory = inventory.renamed(d.old, d.new)
+    return inventory
 
 
 def moved_observed(observed: Observed, decisions: dict[str, Decision]) -> Observed:

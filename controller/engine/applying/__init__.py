@@ -16,8 +16,10 @@ from pathlib import Path
 
 from controller.adapters import fsio
 from controller.adapters import gateway as gw
+from controller.adapters.home import StateLayout
 from controller.core.types import WRITING_ACTIONS, Action, Inputs, Kind, ObjectChange, Plan
 from controller.engine.applying import bots, rooms, routines
+from controller.engine.ledger import Ledger
 from controller.errors import ControllerError
 
 # on_progress(done, total, current): objects finished so far, objects this apply writes, and the
@@ -41,6 +43,7 @@ class ApplyResult:
     swept: list[str] = field(default_factory=list)  # leftovers of a killed earlier run, removed first
     replaced: list[str] = field(default_factory=list)  # kept copies of hand-edited files it overwrote
     history_entry: int | None = None  # the number of this run's apply history entry
+    ledger: Ledger | None = None  # the fleet's records as this run left them (engine/ledger.py)
 
     @property
     def replaced_dir(self) -> str | None:
@@ -48,7 +51,7 @@ class ApplyResult:
         if not self.replaced:
             return None
         path = Path(self.replaced[0])
-        while path.parent.name != "replaced":
+        while path.parent.name != StateLayout.REPLACED:
             path = path.parent
         return str(path)
 
@@ -70,9 +73,12 @@ def apply_plan(
     on_outcome: Callable[[Outcome], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     on_progress: ProgressFn | None = None,
+    new_job_id: routines.JobIds = routines.new_job_id,
 ) -> ApplyResult:
-    """Converge every object the plan writes; record ownership in the inventory as we go."""
-    result = ApplyResult()
+    """Converge every object the plan writes; record ownership in the run's ledger as we go
+    (`result.ledger`: it starts as `inputs.inventory`, which stays as the plan read it)."""
+    ledger = Ledger(inputs.inventory)
+    result = ApplyResult(ledger=ledger)
     total = sum(1 for c in plan.changes if c.action in WRITING_ACTIONS)
 
     def report(outcome: Outcome) -> None:
@@ -98,14 +104,14 @@ def apply_plan(
     unready: dict[str, str] = {}  # bot -> why its routines cannot be written
     for bot, batch in routine_batches.items():
         try:
-            ready[bot] = (batch, routines.prepare(bot, batch, inputs))
+            ready[bot] = (batch, routines.prepare(bot, batch, inputs, new_job_id))
         except ControllerError as exc:
             unready[bot] = str(exc)
     if should_stop is not None and should_stop():
         result.abandoned = True  # nothing written yet
     elif ready:
         try:
-            routines.write_ahead(root, {bot: ids for bot, (_, ids) in ready.items()}, inputs)
+            routines.write_ahead(root, {bot: ids for bot, (_, ids) in ready.items()}, ledger)
         except ControllerError as exc:
             unready.update(dict.fromkeys(ready, str(exc)))
             ready = {}
@@ -125,7 +131,7 @@ def apply_plan(
     with fsio.grouped():  # each folder synced once for all bots (profiles/: docs/performance.md)
         for change in plan.changes if not result.abandoned else ():
             if change.action is Action.NOOP:
-                bots.refresh_record(root, change, inputs)
+                bots.refresh_record(root, change, inputs, ledger)
             if change.action not in WRITING_ACTIONS or change.kind in (Kind.ROUTINE, Kind.ROOM):
                 continue
             if should_stop is not None and should_stop():
@@ -134,7 +140,7 @@ def apply_plan(
             starting(change.key)
             more = with_new_store(change) if change.action is Action.CREATE else None
             try:
-                bots.apply_object(root, change, inputs, result.replaced, with_new=more)
+                bots.apply_object(root, change, inputs, ledger, result.replaced, with_new=more)
                 report(Outcome(change, True))
             except ControllerError as exc:  # the adapters map every OSError onto the error tree
                 report(Outcome(change, False, str(exc)))
@@ -150,13 +156,13 @@ def apply_plan(
             continue
         batch, ids = ready[bot]
         if bot in staged:  # written with its new profile
-            routines.record(bot, batch, inputs, staged[bot])
+            routines.record(bot, batch, inputs, staged[bot], ledger)
             outcomes = [Outcome(change, True) for change in batch]
         else:
             starting(f"routine/{bot}/*")
             try:
                 with fsio.grouped():
-                    routines.apply_routines(root, bot, batch, inputs, ids)
+                    routines.apply_routines(root, bot, batch, inputs, ids, ledger)
                 outcomes = [Outcome(change, True) for change in batch]
             except ControllerError as exc:
                 outcomes = [Outcome(change, False, str(exc)) for change in batch]
@@ -168,6 +174,7 @@ def apply_plan(
             root,
             room_changes,
             inputs,
+            ledger,
             gateway,
             failed_bots,
             lambda c, ok, error, conflict=False, writes=(): report(Outcome(c, ok, error, conflict, tuple(writes))),

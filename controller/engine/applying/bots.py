@@ -16,16 +16,16 @@ from typing import Any
 from controller.adapters import configfile, cronstore, envfile, fsio, home, honcho, profilemeta, profiles, sessions
 from controller.adapters import history as history_file
 from controller.adapters import inventory as inventory_file
-from controller.adapters.home import profile_dir
+from controller.adapters.home import HomeLayout, ProfileLayout, profile_dir
 from controller.core import jobs
-from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_key, routine_parts, split_key
+from controller.core.inventory import INSTALL_KEY, bot_key, routine_key, routine_parts, split_key
 from controller.core.planning.bots import applied_record, bot_desired, clear_value, install_fields, owned_by
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op
 from controller.engine import records
+from controller.engine.ledger import Ledger
 from controller.errors import ConflictError
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension, renaming
 from controller.hermes.env import PROFILE_ENV_HEADER
-from controller.hermes.renaming import ACTIVE_PROFILE, HONCHO_FILE
 from controller.manifests import references
 from controller.manifests.desired import DesiredBot
 
@@ -36,10 +36,11 @@ def apply_object(
     root: Path,
     change: ObjectChange,
     inputs: Inputs,
+    ledger: Ledger,
     kept: list[str] | None = None,
     with_new: Callable[[Path], None] | None = None,
 ) -> None:
-    """Converge one bot (or the install-wide settings) and record it in the inventory.
+    """Converge one bot (or the install-wide settings) and record it in the run's ledger.
 
     `with_new(staging)`: more of a new profile to write into its staging folder before it is
     published (its cron store: applying/__init__.py).
@@ -47,7 +48,6 @@ def apply_object(
     A file about to be overwritten where a managed field was edited by hand (drift) is first
     copied to `.hermes-fleet/replaced/` (`keep_hand_edits`); the copies' paths go to `kept`.
     """
-    inventory = inputs.inventory
     obs = inputs.observed
     fleet = inputs.state.fleet
     if change.kind is Kind.INSTALL:
@@ -56,27 +56,28 @@ def apply_object(
         desired = install_fields(inputs.state, obs)
         keep_hand_edits(root, root, change.fields, inputs, kept)
         write_fields(root, change.fields, desired, bot=None)
-        record(inventory, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated", install_left(inputs, change))
+        left = install_left(inputs, change, ledger)
+        record(ledger, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated", left)
         return
     name = change.name
     if change.action is Action.RENAME:
-        move_profile(root, change.ref, name, inputs)
-    elif change.action is Action.CREATE and change.ref and inventory.owns(bot_key(change.ref)):
+        move_profile(root, change.ref, name, inputs, ledger)
+    elif change.action is Action.CREATE and change.ref and ledger.owns(bot_key(change.ref)):
         # A rename whose old profile is gone: the new bot is created empty, the old records go with it.
-        inventory.rename_bot(change.ref, name)
+        ledger.rename_bot(change.ref, name)
     if change.action is not Action.CREATE:
         home.check_profile(root, name)  # containment, checked again right before the writes
     if change.action is Action.DELETE:
         # The backup keeps the bot's and its routines' inventory entries: restore gives them back.
-        records = {k: v for k, v in inventory.objects.items() if owned_with(k, name)}
-        profiles.backup_profile(root, name, fleet=fleet, records=records)
-        inventory.objects.pop(bot_key(name), None)
+        kept_records = {k: v for k, v in ledger.items() if owned_with(k, name)}
+        profiles.backup_profile(root, name, fleet=fleet, records=kept_records)
+        ledger.drop(bot_key(name))
         return
     if change.action is Action.RELEASE:
         path = profile_dir(root, name)
         if name != DEFAULT_PROFILE and (inventory_file.read_marker(root, name) or {}).get("fleet") == fleet:
             inventory_file.remove_marker(path)  # only our own marker: another fleet's stays
-        inventory.objects.pop(bot_key(name), None)
+        ledger.drop(bot_key(name))
         return
     bot = inputs.state.bots[name]
     path = profile_dir(root, name)
@@ -99,7 +100,7 @@ def apply_object(
         keep_hand_edits(root, path, change.fields, inputs, kept)
         write_fields(path, change.fields, want.fields, bot=bot)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted", Action.RENAME: "renamed"}.get(change.action, "updated")
-    record(inventory, bot_key(name), want.fields, want.secret_keys, verb)
+    record(ledger, bot_key(name), want.fields, want.secret_keys, verb)
 
 
 def fill_new(
@@ -115,7 +116,7 @@ def fill_new(
         more(staging)
 
 
-def move_profile(root: Path, old: str, new: str, inputs: Inputs) -> None:
+def move_profile(root: Path, old: str, new: str, inputs: Inputs, ledger: Ledger) -> None:
     """Rename profile `old` to `new` as `hermes profile rename` does (docs/hermes/rename.md), plus
     the Bot Mode names in its cron store and this fleet's own records.
 
@@ -125,18 +126,18 @@ def move_profile(root: Path, old: str, new: str, inputs: Inputs) -> None:
     """
     fleet = inputs.state.fleet
     source, target = home.check_profile_dir(root, old), home.check_profile_dir(root, new)
-    home.check_profile(root, DEFAULT_PROFILE, (HONCHO_FILE, ACTIVE_PROFILE))  # the root's files, no way out
+    home.check_profile(root, DEFAULT_PROFILE, (ProfileLayout.HONCHO, HomeLayout.ACTIVE_PROFILE))  # the root's files, no way out
     if not os.path.lexists(target):
-        home.check_profile(root, old, (*home.PROFILE_ENTRIES, HONCHO_FILE))  # containment of what moves
+        home.check_profile(root, old, (*home.PROFILE_ENTRIES, ProfileLayout.HONCHO))  # containment of what moves
         fsio.publish_dir(source, target)  # everything inside moves with it: memories, state.db, skills, cron
     elif (inventory_file.read_marker_any(root, new) or {}).get("fleet") != fleet:
         raise ConflictError(f"{target} appeared while hermes-fleet was renaming {old!r} to it", hint="run apply again")
-    home.check_profile(root, new, (*home.PROFILE_ENTRIES, HONCHO_FILE))
+    home.check_profile(root, new, (*home.PROFILE_ENTRIES, ProfileLayout.HONCHO))
     if inventory_file.read_marker(root, new) is None:
         inventory_file.write_marker(target, fleet, new)
     for path in honcho.files(root, new):
         honcho.rewrite(path, lambda data: renaming.honcho_renamed(data, old, new))
-    sticky = Path(root) / ACTIVE_PROFILE
+    sticky = HomeLayout(Path(root)).active_profile
     current = fsio.read_or_none(sticky) if sticky.is_file() else None
     if current is not None and current.decode("utf-8", "replace").strip() == old:
         fsio.atomic_write_text(sticky, new + "\n", expect=current)
@@ -146,9 +147,9 @@ def move_profile(root: Path, old: str, new: str, inputs: Inputs) -> None:
             return any([renaming.retarget_job(job, old, new) for job in jobs])  # every job, no short cut
 
         cronstore.update(target, retarget, now=datetime.now().astimezone())
-    if inputs.inventory.rename_bot(old, new):
+    if ledger.rename_bot(old, new):
         fsio.sync_group_now()  # the move is durable before the inventory says it happened
-        records.save(root, inputs.inventory)
+        records.save(root, ledger)
 
 
 def owned_with(key: str, bot: str) -> bool:
@@ -157,18 +158,17 @@ def owned_with(key: str, bot: str) -> bool:
     return (kind == "bot" and name == bot) or (kind == "routine" and routine_parts(name)[0] == bot)
 
 
-def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
+def refresh_record(root: Path, change: ObjectChange, inputs: Inputs, ledger: Ledger) -> None:
     """A no-op object already holds the desired values: make its inventory record say so.
 
     After a crash between the files and the inventory write, the files are new and the record is
     old (or missing); without this, status would report drift and three-way diffs would misjudge.
     """
-    inventory = inputs.inventory
     obs = inputs.observed
     left: dict[str, Any] = {}
-    if change.kind is Kind.INSTALL and inventory.owns(INSTALL_KEY):
+    if change.kind is Kind.INSTALL and ledger.owns(INSTALL_KEY):
         desired = install_fields(inputs.state, obs)
-        key, secret_keys, left = INSTALL_KEY, obs.secret_keys.get("", frozenset()), install_left(inputs, change)
+        key, secret_keys, left = INSTALL_KEY, obs.secret_keys.get("", frozenset()), install_left(inputs, change, ledger)
     elif (
         change.kind is Kind.BOT
         and change.name in inputs.state.bots
@@ -181,40 +181,41 @@ def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
         want = bot_desired(inputs.state, obs, bot)
         desired, key, secret_keys = want.fields, bot_key(change.name), want.secret_keys
     elif change.kind is Kind.ROUTINE and change.ref:
-        entry = inventory.objects.get(routine_key(change.bot, change.title))
+        key = routine_key(change.bot, change.title)
+        entry = ledger.get(key)
         desired_bot = inputs.state.bots.get(change.bot)
         routine = next((r for r in (desired_bot.routines if desired_bot else ()) if r.name == change.title), None)
         if entry is not None and routine is not None:
             fields = jobs.desired_fields(change.bot, routine)
             if entry.get("applied") != fields or entry.get("job_id") != change.ref:
-                entry.update(job_id=change.ref, applied=fields, updated_at=inventory_file.now_iso())
+                ledger.entry(key).update(job_id=change.ref, applied=fields, updated_at=inventory_file.now_iso())
         return
     else:
         return
-    if {**applied_record(desired, secret_keys, inventory), **left} != inventory.applied(key):
-        record(inventory, key, desired, secret_keys, "updated", left)
+    if {**applied_record(desired, secret_keys, ledger.planned), **left} != ledger.applied(key):
+        record(ledger, key, desired, secret_keys, "updated", left)
 
 
-def install_left(inputs: Inputs, change: ObjectChange) -> dict[str, Any]:
+def install_left(inputs: Inputs, change: ObjectChange, ledger: Ledger) -> dict[str, Any]:
     """The install record's entries for fields gone from the manifests that this change leaves in
     the root profile (no --prune): kept, so that a later `apply --prune` still removes them."""
     if inputs.options.prune:
         return {}
     removed = {f.field for f in change.fields if f.op is Op.REMOVE}
     desired = install_fields(inputs.state, inputs.observed)
-    return {n: v for n, v in inputs.inventory.applied(INSTALL_KEY).items() if n not in desired and n not in removed}
+    return {n: v for n, v in ledger.applied(INSTALL_KEY).items() if n not in desired and n not in removed}
 
 
 def record(
-    inventory: Inventory,
+    ledger: Ledger,
     key: str,
     desired: Mapping[str, Any],
     secret_keys: frozenset[str],
     verb: str,
     left: Mapping[str, Any] | None = None,
 ) -> None:
-    entry = inventory.objects.setdefault(key, {})
-    entry["applied"] = {**applied_record(desired, secret_keys, inventory), **(left or {})}
+    entry = ledger.entry(key)
+    entry["applied"] = {**applied_record(desired, secret_keys, ledger.planned), **(left or {})}
     entry.setdefault(f"{verb}_at", inventory_file.now_iso())
     entry["updated_at"] = inventory_file.now_iso()
 
@@ -222,7 +223,13 @@ def record(
 # --- hand edits kept before they are overwritten -------------------------------------------------
 
 # The file each field space lives in (the avatar: whichever assets/avatar.<ext> is there).
-FILE_OF_SPACE = {"config": "config.yaml", "env": ".env", "soul": "SOUL.md", "profile": "profile.yaml", "meta": "profile.yaml"}
+FILE_OF_SPACE = {
+    "config": ProfileLayout.CONFIG,
+    "env": ProfileLayout.ENV,
+    "soul": ProfileLayout.SOUL,
+    "profile": ProfileLayout.META,
+    "meta": ProfileLayout.META,
+}
 
 
 def keep_hand_edits(root: Path, path: Path, fields: tuple[FieldChange, ...], inputs: Inputs, kept: list[str] | None) -> None:
@@ -238,7 +245,7 @@ def keep_hand_edits(root: Path, path: Path, fields: tuple[FieldChange, ...], inp
         if not change.drift:
             continue
         if change.space == "avatar":
-            names += [f"assets/avatar.{ext}" for ext in AVATAR_EXTENSIONS]
+            names += [ProfileLayout.avatar_name(ext) for ext in AVATAR_EXTENSIONS]
         elif change.space in FILE_OF_SPACE:
             names.append(FILE_OF_SPACE[change.space])
     for name in dict.fromkeys(names):
@@ -254,14 +261,15 @@ def write_fields(path: Path, fields: tuple[FieldChange, ...], desired: Mapping[s
     groups: dict[str, list[FieldChange]] = {}
     for change in fields:
         groups.setdefault(change.space, []).append(change)
+    files = ProfileLayout(path)
     if "config" in groups:
-        _write_config(path / "config.yaml", groups["config"], desired)
+        _write_config(files.config, groups["config"], desired)
     if "env" in groups:
-        fsio.retrying(lambda: _write_env(path / ".env", groups["env"], desired))
+        fsio.retrying(lambda: _write_env(files.env, groups["env"], desired))
     if "soul" in groups:
-        fsio.atomic_write_text(path / "SOUL.md", desired["soul"], mode=0o644)
+        fsio.atomic_write_text(files.soul, desired["soul"], mode=0o644)
     if "profile" in groups or "meta" in groups or "botmode" in groups:
-        _write_profile_yaml(path / "profile.yaml", groups.get("profile", []), groups.get("meta", []), desired,
+        _write_profile_yaml(files.meta, groups.get("profile", []), groups.get("meta", []), desired,
                             ensure_record="botmode" in groups)  # fmt: skip
     if "avatar" in groups and bot is not None:
         _write_avatar(path, bot.avatar_image if "avatar" in desired else None)
@@ -341,14 +349,14 @@ def _merged_record(live: Mapping[str, Any] | None, changes: list[FieldChange], d
 
 
 def _write_avatar(path: Path, image: str | None) -> None:
-    assets = path / "assets"
+    files = ProfileLayout(path)
     keep = None
     if image is not None:
         data = references.read_image(image)
         ext = image_extension(data[:16]) or "png"
-        fsio.make_dirs(assets)
-        fsio.atomic_write_bytes(assets / f"avatar.{ext}", data, mode=0o644)
-        keep = f"avatar.{ext}"
-    for other in (f"avatar.{e}" for e in AVATAR_EXTENSIONS):
+        fsio.make_dirs(files.assets)
+        fsio.atomic_write_bytes(files.avatar(ext), data, mode=0o644)
+        keep = ext
+    for other in AVATAR_EXTENSIONS:
         if other != keep:
-            fsio.remove(assets / other)
+            fsio.remove(files.avatar(other))

@@ -52,6 +52,7 @@ from controller.core.rooms import (
     seat_routes,
 )
 from controller.core.types import Action, GatewayView, Inputs, ObjectChange
+from controller.engine.ledger import Ledger
 from controller.errors import ConflictError, ControllerError, RoomApplyError
 from controller.hermes.naming import peer_env_key
 from controller.manifests.models import Room
@@ -80,6 +81,7 @@ def apply_rooms(
     root: Path,
     changes: list[ObjectChange],
     inputs: Inputs,
+    ledger: Ledger,
     options: gw.GatewayOptions | None,
     failed_bots: set[str],
     report: Report,
@@ -100,7 +102,7 @@ def apply_rooms(
             try:
                 if session is None and change.action is not Action.RELEASE:
                     session = gw.open_session(root, options, writes=True)
-                pending = _apply_room(root, change, inputs, session, options)
+                pending = _apply_room(root, change, inputs, ledger, session, options)
             except RoomChanged as exc:
                 ok, error, conflict = False, f"conflict: {exc}", True
             except gw.GatewayOutcomeUnknown as exc:
@@ -151,7 +153,7 @@ def write_groups(root: Path, edit: GroupEdit, retries: int = 3) -> None:
     path = home.check_profile(root, edit.bot)  # containment: profile.yaml stays in the bot's profile
     if not path.is_dir():
         return
-    target = path / "profile.yaml"
+    target = home.ProfileLayout(path).meta
 
     def write() -> None:
         meta = profilemeta.ProfileMeta.load(target)
@@ -169,27 +171,27 @@ def write_groups(root: Path, edit: GroupEdit, retries: int = 3) -> None:
 
 
 def _apply_room(
-    root: Path, change: ObjectChange, inputs: Inputs, session: gw.Session | None, options: gw.GatewayOptions
+    root: Path,
+    change: ObjectChange,
+    inputs: Inputs,
+    ledger: Ledger,
+    session: gw.Session | None,
+    options: gw.GatewayOptions,
 ) -> list[str]:
     """Converge one room; returns why its remote seats are not seated yet (empty: all done)."""
-    inventory = inputs.inventory
     name = change.name
     if change.action in (Action.DELETE, Action.RELEASE):
-        entry = inventory.objects.get(room_key(name), {})
+        entry = ledger.get(room_key(name)) or {}
         if change.action is Action.DELETE:
             assert session is not None
             _disband(session, change.ref)
         for bot in entry.get("applied", {}).get("members") or []:
             write_groups(root, GroupEdit(bot, remove=(name,)))
-        inventory.objects.pop(room_key(name), None)
+        ledger.drop(room_key(name))
         return []
     assert session is not None
     room = inputs.state.rooms[name]
-    old_entry = (
-        inventory.objects.get(room_key(name))
-        or (inventory.objects.get(room_key(room.renamed_from)) if room.renamed_from else None)
-        or {}
-    )
+    old_entry = ledger.get(room_key(name)) or (ledger.get(room_key(room.renamed_from)) if room.renamed_from else None) or {}
     seats: dict[str, dict[str, Any]] = dict(old_entry.get("seats") or {})
     seating = _Seating(inputs, options, seats)
     live = _create_room(session, change.ref, room, seating) if change.action is Action.CREATE else _read(session, change.ref)
@@ -214,8 +216,8 @@ def _apply_room(
     for bot in sorted(previous - set(room.members)):
         write_groups(root, GroupEdit(bot, remove=(name, *old_names)))
     if room.renamed_from:
-        inventory.objects.pop(room_key(room.renamed_from), None)
-    entry = inventory.objects.setdefault(room_key(name), {})
+        ledger.drop(room_key(room.renamed_from))
+    entry = ledger.entry(room_key(name))
     entry["room_id"] = live["room_id"]
     entry["applied"] = {"name": room.name, "members": sorted(room.members), "who_answers": room.who_answers}
     entry["member_ids"] = local_members(live)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
@@ -12,10 +14,17 @@ from controller.core import jobs
 from controller.core.inventory import routine_key
 from controller.core.types import Action, Inputs, ObjectChange
 from controller.engine import records
+from controller.engine.ledger import Ledger
 from controller.errors import ConflictError, RefusedValue
 from controller.manifests.models import Routine
 
 WRITING = (Action.CREATE, Action.UPDATE, Action.ADOPT, Action.DELETE)
+JobIds = Callable[[], str]  # a fresh job id per call
+
+
+def new_job_id() -> str:
+    """A fresh job id in Hermes' shape (12 hex digits: cron/jobs.py `create_job`)."""
+    return uuid.uuid4().hex[:12]
 
 
 def now_in(tz: tzinfo | None) -> datetime:
@@ -35,7 +44,7 @@ def check_workdir(routine: Routine) -> None:
         raise RefusedValue(f"routine {routine.name!r}: workdir {routine.workdir!r} is not an existing folder")
 
 
-def prepare(bot: str, batch: list[ObjectChange], inputs: Inputs) -> dict[str, str]:
+def prepare(bot: str, batch: list[ObjectChange], inputs: Inputs, new_id: JobIds = new_job_id) -> dict[str, str]:
     """Check what must hold before any write (a workdir Hermes would refuse) and choose the new
     jobs' ids: title -> id for each routine of `batch` that is created."""
     desired_bot = inputs.state.bots.get(bot)
@@ -45,10 +54,10 @@ def prepare(bot: str, batch: list[ObjectChange], inputs: Inputs) -> dict[str, st
             change.action in (Action.UPDATE, Action.ADOPT) and any(f.key == "workdir" for f in change.fields)
         ):
             check_workdir(by_title[change.title])
-    return {c.title: jobs.new_job_id() for c in batch if c.action is Action.CREATE}
+    return {c.title: new_id() for c in batch if c.action is Action.CREATE}
 
 
-def write_ahead(root: Path, pending: dict[str, dict[str, str]], inputs: Inputs) -> None:
+def write_ahead(root: Path, pending: dict[str, dict[str, str]], ledger: Ledger) -> None:
     """Record the new jobs' ids (bot -> title -> id) in the inventory before any cron store is written.
 
     One inventory write for the whole run (not one per bot, which made apply quadratic): a crash
@@ -60,16 +69,16 @@ def write_ahead(root: Path, pending: dict[str, dict[str, str]], inputs: Inputs) 
         return
     for bot, ids in pending.items():
         for title, job_id in ids.items():
-            entry = inputs.inventory.objects.setdefault(routine_key(bot, title), {})
+            entry = ledger.entry(routine_key(bot, title))
             entry.update(job_id=job_id, applied=entry.get("applied") or {})
-    records.save(root, inputs.inventory)
+    records.save(root, ledger)
 
 
-def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inputs, ids: dict[str, str]) -> None:
+def apply_routines(root: Path, bot: str, batch: list[ObjectChange], inputs: Inputs, ids: dict[str, str], ledger: Ledger) -> None:
     """Write one bot's routine changes in one locked write of its cron store; its new jobs get
     the `ids` that `prepare` chose and `write_ahead` recorded."""
     path = home.check_profile(root, bot)  # the cron store stays inside the bot's own profile
-    record(bot, batch, inputs, write_store(path, bot, batch, inputs, ids))
+    record(bot, batch, inputs, write_store(path, bot, batch, inputs, ids), ledger)
 
 
 def write_store(path: Path, bot: str, batch: list[ObjectChange], inputs: Inputs, ids: dict[str, str]) -> dict[str, str]:
@@ -108,20 +117,19 @@ def write_store(path: Path, bot: str, batch: list[ObjectChange], inputs: Inputs,
     return created
 
 
-def record(bot: str, batch: list[ObjectChange], inputs: Inputs, created: dict[str, str]) -> None:
+def record(bot: str, batch: list[ObjectChange], inputs: Inputs, created: dict[str, str], ledger: Ledger) -> None:
     """The inventory entries of a bot's routines once its cron store holds them."""
     desired_bot = inputs.state.bots.get(bot)
     by_title = {r.name: r for r in (desired_bot.routines if desired_bot else ())}
-    inventory = inputs.inventory
     for change in batch:
         key = routine_key(bot, change.title)
         if change.action in (Action.DELETE, Action.RELEASE):
-            inventory.objects.pop(key, None)
+            ledger.drop(key)
             continue
         routine = by_title[change.title]
         if routine.renamed_from:
-            inventory.objects.pop(routine_key(bot, routine.renamed_from), None)
-        entry = inventory.objects.setdefault(key, {})
+            ledger.drop(routine_key(bot, routine.renamed_from))
+        entry = ledger.entry(key)
         entry["job_id"] = created.get(change.title) or change.ref
         entry["applied"] = jobs.desired_fields(bot, routine)
         entry["updated_at"] = inventory_file.now_iso()
