@@ -295,6 +295,33 @@ def ownership_dispute(inputs: Inputs, name: str) -> tuple[str | None, str] | Non
     return None
 
 
+def planted_marker(inputs: Inputs, name: str) -> str | None:
+    """Why profile `name`'s owner marker cannot be believed, or None. A marker is a file in the
+    profile, which its bot can write: a well-formed marker naming another fleet or another profile,
+    in a profile this fleet's inventory owns and no other fleet's inventory records, claims what no
+    inventory backs. That bot is in error (never a conflict, which would refuse the whole apply);
+    `--adopt` writes this fleet's marker again (docs/reliability.md#ownership)."""
+    obs = inputs.observed
+    live = obs.live.get(name)
+    key = bot_key(name)
+    if name == DEFAULT_PROFILE or live is None or not live.exists or name in obs.renames:
+        return None
+    if not inputs.inventory.owns(key) or key in obs.foreign:
+        return None
+    fleet = inputs.state.fleet
+    if live.marker is not None and live.marker.get("fleet") != fleet:
+        says = f"fleet {live.marker['fleet']!r}"
+    elif live.stray_marker is not None:
+        says = f"profile {live.stray_marker['profile']!r} of fleet {live.stray_marker['fleet']!r}"
+    else:
+        return None
+    return (
+        f"its owner marker {live.path / '.hermes-fleet-owner.json'} names {says}, but fleet {fleet!r} owns the bot "
+        "by its inventory and no other fleet records it: the marker was written inside the profile (a bot can "
+        "write its own folder); check the profile, then re-run with --adopt to write this fleet's marker again"
+    )
+
+
 def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
     obs = inputs.observed
     fleet = inputs.state.fleet
@@ -307,8 +334,11 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
     ) -> ObjectChange:
         return ObjectChange(Kind.BOT, bot.name, action, code, reason, tuple(fields or ()), origin, drifted)
 
+    planted = planted_marker(inputs, bot.name)
+    if planted and not inputs.options.adopt:
+        return change(Action.ERROR, Reason.MARKER_MISMATCH, planted)
     owned = owned_by(inputs, bot.name)
-    foreign = (obs.foreign.get(key) or (live.marker or {}).get("fleet")) if not owned else None
+    foreign = (obs.foreign.get(key) or (live.marker or {}).get("fleet")) if not owned and not planted else None
     if foreign and foreign != fleet:
         return change(
             Action.CONFLICT, Reason.FOREIGN_OWNER, f"profile is owned by fleet {foreign!r}; two fleets never manage one object"
