@@ -296,6 +296,14 @@ def fenced(root: Path) -> Iterator[None]:
         _FENCES.pop()
 
 
+def fenced_home(path: Path) -> Path | None:
+    """The fenced home `path` is in (as it was named), or None."""
+    for root in reversed(_FENCES):
+        if Path(path).is_relative_to(root) or Path(path).is_relative_to(os.path.realpath(root)):
+            return root
+    return None
+
+
 def fence_of(path: Path) -> tuple[Path, tuple[Path, ...], str] | None:
     """(the real folder a write at `path` must stay in, real folders in it that are not its own,
     whose it is), by where `path` is in a fenced home; None outside every fenced home."""
@@ -347,6 +355,11 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+def moved(path: Path) -> ContainmentError:
+    """The error of a file or folder found changed for a link between its check and its use."""
+    return _moved(path)
+
+
 def _moved(path: Path) -> ContainmentError:
     return ContainmentError(
         f"{path} changed while hermes-fleet was writing it (a symlink or another folder was put in "
@@ -354,6 +367,40 @@ def _moved(path: Path) -> ContainmentError:
         path=str(path),
         hint="find out who changes the profile (a bot's own tools?), then run again",
     )
+
+
+def open_folder(path: Path, within: Path) -> int:
+    """A descriptor of folder `path`, opened one name at a time from `within` (the home, as the user
+    named it: the only link followed) with O_NOFOLLOW | O_DIRECTORY. A folder on the way swapped for a
+    link after it was checked is refused (ContainmentError), and what is opened through the
+    descriptor (`/proc/self/fd/<fd>/<name>`) is in the folder that was checked, wherever it is moved
+    afterwards. The caller closes it."""
+    path, within = Path(path), Path(within)
+    base = Path(os.path.realpath(within))
+    try:
+        rel = path.relative_to(within)
+    except ValueError:
+        rel = path.relative_to(base)  # a real path (`in_place`): relative to the real home
+    if ".." in rel.parts:
+        raise _moved(path)
+    with mapped("open the folder", path):
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in rel.parts:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link (or a file) where the folder was
+            raise _moved(path) from None
+        raise state_error(exc, "open the folder", path) from exc
+    return fd
+
+
+def folder_location(fd: int, lexical: Path) -> Path:
+    """Where the folder open at `fd` is now (see `_where`)."""
+    return _where(fd, lexical)
 
 
 MAX_LINK_HOPS = 8  # a link to a link to ...: Linux follows 40; Hermes' files need one at most
