@@ -196,10 +196,12 @@ def _held_inodes(path: str) -> set[tuple[int, int]]:
     """(device, inode) of every file this process has open at `path` (/proc/self/fd)."""
     found = set()
     for entry in os.listdir("/proc/self/fd"):
+        link = f"/proc/self/fd/{entry}"
         with contextlib.suppress(OSError):
-            if os.readlink(f"/proc/self/fd/{entry}") == path:
+            if os.readlink(link) == path:
                 st = os.fstat(int(entry))
-                found.add((st.st_dev, st.st_ino))
+                if os.readlink(link) == path:  # not closed and reused by another thread meanwhile
+                    found.add((st.st_dev, st.st_ino))
     return found
 
 
