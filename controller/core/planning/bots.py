@@ -261,6 +261,20 @@ def install_left(inputs: Inputs) -> list[str]:
     return [f.field for f in install_diff(inputs, install_fields(inputs.state, obs)) if f.op is Op.REMOVE]
 
 
+def inherited_left(inputs: Inputs, name: str) -> dict[str, Any]:
+    """Bot `name`'s record entries of install-wide fields gone from the manifests (the install
+    record still holds them: `install_left`), which a plain apply leaves in the bot as it leaves
+    them in the root: install-wide objects are removed only by `apply --prune` (PRODUCT.md, rule 3;
+    docs/reliability.md#slices-and-deletions). Kept in the record so that a later prune removes them."""
+    if inputs.options.prune or name == DEFAULT_PROFILE:
+        return {}
+    install = inputs.inventory.applied(INSTALL_KEY)
+    if not install:
+        return {}
+    gone = set(install) - set(install_fields(inputs.state, inputs.observed))
+    return {n: v for n, v in inputs.inventory.applied(bot_key(name)).items() if n in gone}
+
+
 def owned_by(inputs: Inputs, name: str) -> bool:
     """This fleet owns the profile: by its inventory or by the marker inside the profile, and no
     one disputes it (`ownership_dispute`): a bot is owned by at most one fleet."""
@@ -378,6 +392,8 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
         return change(Action.CREATE, Reason.NEW, "profile does not exist", fields)
     fields = diff_fields(desired, live, applied, secret_keys, inputs.inventory, want.inherited)
     if owned:
+        kept = inherited_left(inputs, bot.name)
+        fields = [f for f in fields if not (f.op is Op.REMOVE and f.field in kept)]
         return change(
             Action.UPDATE if fields else Action.NOOP,
             Reason.MANAGED,
