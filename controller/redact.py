@@ -231,16 +231,44 @@ def redact_text(text: str) -> str:
 # --- outputs ---------------------------------------------------------------------------------------
 
 
+# --- terminal controls ---------------------------------------------------------------------------
+
+# What a verb itself sends to a terminal: the colours of `reporting.Palette` and the progress line's
+# "erase to the end of the line" (`progress.py`). Any other control character (a cursor move, a line
+# erase, a carriage return, a bell, C1) comes from a name someone wrote (a routine, a job, a key)
+# and could rewrite what a reviewer sees: it is shown escaped (`\x1b`), never sent.
+_OWN_SEQUENCES = frozenset({"\x1b[0m", "\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m", "\x1b[K"})
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every terminal control escaped but this tool's own (a carriage return only at the
+    start of a write: the progress line)."""
+    lead = "\r" if text.startswith("\r") else ""
+    body = text[len(lead) :]
+    if _CONTROL.search(body) is None:
+        return text
+    return lead + _CONTROL.sub(_escaped, body)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    found = match.group()
+    if found in _OWN_SEQUENCES:
+        return found
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F else c for c in found)
+
+
 class MaskedStream:
     """A text stream that masks every write (`mask_text`): what a verb prints, logs and reports on
     stdout and stderr, whatever the code path that printed it (the last line of defence: values are
-    masked where they are made, with their keys, by `masked`)."""
+    masked where they are made, with their keys, by `masked`); and escapes terminal controls that
+    are not its own (`terminal_safe`)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
     def write(self, text: str) -> int:
-        self.stream.write(mask_text(text))
+        self.stream.write(terminal_safe(mask_text(text)))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:

@@ -107,9 +107,72 @@ def remove(path: Path) -> bool:
 
 
 def make_dirs(path: Path, mode: int = 0o777) -> None:
-    """`mkdir -p` with the error mapped (a read-only home, a file in the way...)."""
+    """`mkdir -p` with the error mapped (a read-only home, a file in the way...).
+
+    Under a fenced home each folder is made and opened relative to its parent's descriptor
+    (mkdirat, openat with O_NOFOLLOW): a link on the way is followed only where a write would
+    follow it (inside a profile, to a folder of that profile: `_may_follow`); a link planted at
+    `profiles/`, at a profile or under `.hermes-fleet/` is refused (ContainmentError)."""
+    path = Path(path)
+    root = fenced_home(path)
+    if root is None or Path(os.path.abspath(path)) == Path(os.path.abspath(root)):
+        with mapped("create the folder", path):
+            path.mkdir(parents=True, exist_ok=True, mode=mode)
+        return
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        rel = path.relative_to(os.path.realpath(root))
+    if ".." in rel.parts:
+        raise _moved(path)
     with mapped("create the folder", path):
-        path.mkdir(parents=True, exist_ok=True, mode=mode)
+        fd = os.open(os.path.realpath(root), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for depth in range(1, len(rel.parts) + 1):
+            here = rel.parts[:depth]
+            inner = _make_one(fd, Path(root).joinpath(*here), here, mode if depth == len(rel.parts) else 0o777)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+
+
+def _make_one(parent_fd: int, path: Path, parts: tuple[str, ...], mode: int) -> int:
+    """A descriptor of folder `path` (its last name in `parent_fd`), made if missing."""
+    name = path.name
+    with mapped("create the folder", path):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, mode, dir_fd=parent_fd)
+        try:
+            return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent_fd)
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            if not stat.S_ISLNK(st.st_mode):
+                raise
+    if not _may_follow(parts):
+        raise _moved(path)
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=parent_fd)
+    try:
+        fence = fence_of(path / "_")
+        if fence is not None:
+            home.check_inside_real(_where(fd, path), path, *fence)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _may_follow(parts: tuple[str, ...]) -> bool:
+    """Whether a link at `parts` (under the home) is one Hermes' own writes go through: a folder
+    inside a profile (`profiles/<name>/...`) or a root-profile folder; never `profiles/`, a
+    profile itself, or anything of `.hermes-fleet/`."""
+    if parts[0] == home.STATE_DIR:
+        return False
+    if parts[0] == home.PROFILES_DIR:
+        return len(parts) >= 3
+    return True
 
 
 # Called with the target path just before each os.replace / rename that publishes a change.
@@ -296,6 +359,14 @@ def fenced(root: Path) -> Iterator[None]:
         _FENCES.pop()
 
 
+def fenced_home(path: Path) -> Path | None:
+    """The fenced home `path` is in (as it was named), or None."""
+    for root in reversed(_FENCES):
+        if Path(path).is_relative_to(root) or Path(path).is_relative_to(os.path.realpath(root)):
+            return root
+    return None
+
+
 def fence_of(path: Path) -> tuple[Path, tuple[Path, ...], str] | None:
     """(the real folder a write at `path` must stay in, real folders in it that are not its own,
     whose it is), by where `path` is in a fenced home; None outside every fenced home."""
@@ -347,6 +418,11 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
+def moved(path: Path) -> ContainmentError:
+    """The error of a file or folder found changed for a link between its check and its use."""
+    return _moved(path)
+
+
 def _moved(path: Path) -> ContainmentError:
     return ContainmentError(
         f"{path} changed while hermes-fleet was writing it (a symlink or another folder was put in "
@@ -354,6 +430,40 @@ def _moved(path: Path) -> ContainmentError:
         path=str(path),
         hint="find out who changes the profile (a bot's own tools?), then run again",
     )
+
+
+def open_folder(path: Path, within: Path) -> int:
+    """A descriptor of folder `path`, opened one name at a time from `within` (the home, as the user
+    named it: the only link followed) with O_NOFOLLOW | O_DIRECTORY. A folder on the way swapped for a
+    link after it was checked is refused (ContainmentError), and what is opened through the
+    descriptor (`/proc/self/fd/<fd>/<name>`) is in the folder that was checked, wherever it is moved
+    afterwards. The caller closes it."""
+    path, within = Path(path), Path(within)
+    base = Path(os.path.realpath(within))
+    try:
+        rel = path.relative_to(within)
+    except ValueError:
+        rel = path.relative_to(base)  # a real path (`in_place`): relative to the real home
+    if ".." in rel.parts:
+        raise _moved(path)
+    with mapped("open the folder", path):
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in rel.parts:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a link (or a file) where the folder was
+            raise _moved(path) from None
+        raise state_error(exc, "open the folder", path) from exc
+    return fd
+
+
+def folder_location(fd: int, lexical: Path) -> Path:
+    """Where the folder open at `fd` is now (see `_where`)."""
+    return _where(fd, lexical)
 
 
 MAX_LINK_HOPS = 8  # a link to a link to ...: Linux follows 40; Hermes' files need one at most
@@ -587,13 +697,13 @@ def _replace_if_unchanged(folder_fd: int, tmp: str, path: Path, expect: object) 
 _RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
 
 
-def _rename2(folder_fd: int, old: str, new: str, flags: int) -> bool:
-    """renameat2(folder_fd, old, folder_fd, new, flags); False when the system or the file system
-    cannot (ENOSYS, EINVAL: the caller falls back). Other errors are raised as OSError."""
+def _rename2(folder_fd: int, old: str, new: str, flags: int, *, to_fd: int | None = None) -> bool:
+    """renameat2(folder_fd, old, to_fd or folder_fd, new, flags); False when the system or the file
+    system cannot (ENOSYS, EINVAL: the caller falls back). Other errors are raised as OSError."""
     call = _libc_call("renameat2")
     if call is None:
         return False
-    if call(folder_fd, os.fsencode(old), folder_fd, os.fsencode(new), flags) == 0:
+    if call(folder_fd, os.fsencode(old), folder_fd if to_fd is None else to_fd, os.fsencode(new), flags) == 0:
         return True
     error = _c_error(new)
     if error.errno in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
@@ -630,18 +740,54 @@ def atomic_write_text(
 def publish_dir(staging: Path, final: Path) -> None:
     """Publish a fully built directory with one rename (a half-built profile is never visible).
 
-    ConflictError when something appeared at `final` meanwhile; HermesStateError otherwise.
+    The rename is relative to descriptors of both parent folders, opened and checked against the
+    fence (`_folder`); `staging` must be a real folder (a link put in its place is never moved into
+    place), nothing may be at `final` (RENAME_NOREPLACE), and just before the rename both parents
+    are looked at again (`recheck`). What was moved is checked to be the folder that was looked at;
+    if a link was swapped in at that instant it is moved back. ConflictError when something
+    appeared at `final` meanwhile; ContainmentError for a link; HermesStateError otherwise.
     """
+    staging, final = Path(staging), Path(final)
     try:
-        run_write_hooks(final)
-        if os.path.lexists(final):
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(final))
-        os.rename(staging, final)
+        with _folder(staging) as src_fd, _folder(final) as dst_fd:
+            source = _real_folder_at(src_fd, staging)
+            run_write_hooks(final)
+            recheck(src_fd, staging, source)
+            recheck(dst_fd, final, None)
+            _rename_no_replace(src_fd, staging.name, dst_fd, final.name)
+            moved = os.stat(final.name, dir_fd=dst_fd, follow_symlinks=False)
+            if not _same(moved, source):  # a link swapped in between the look and the rename
+                with contextlib.suppress(OSError):
+                    os.rename(final.name, staging.name, src_dir_fd=dst_fd, dst_dir_fd=src_fd)
+                raise _moved(staging)
+            _sync_folder_fd(dst_fd)
     except OSError as exc:
         if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
             raise ConflictError(f"{final} appeared while hermes-fleet was creating it", hint="run apply again") from exc
         raise state_error(exc, "move into place", final) from exc
-    fsync_dir(final.parent)
+
+
+def _real_folder_at(folder_fd: int, path: Path) -> os.stat_result:
+    """The lstat of `path` in the folder open at `folder_fd`: a real folder (ContainmentError for a
+    link: it would be moved into place instead of the folder)."""
+    st = os.stat(path.name, dir_fd=folder_fd, follow_symlinks=False)
+    if stat.S_ISLNK(st.st_mode):
+        raise _moved(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    return st
+
+
+def _rename_no_replace(src_fd: int, old: str, dst_fd: int, new: str) -> None:
+    """Rename `old` (in `src_fd`) to `new` (in `dst_fd`), never over something there (EEXIST)."""
+    if _rename2(src_fd, old, new, _RENAME_NOREPLACE, to_fd=dst_fd):
+        return
+    try:  # no renameat2: look, then rename (an empty folder that appeared meanwhile would be replaced)
+        os.stat(new, dir_fd=dst_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        os.rename(old, new, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+        return
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), new)
 
 
 # --- leftovers of a killed run ---------------------------------------------------------------

@@ -12,7 +12,7 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -143,16 +143,77 @@ _SCHEMA_STATEMENTS = (
 # --- read ----------------------------------------------------------------------------------
 
 
-def find_bot_chat(profile_dir: Path) -> dict[str, Any] | None:
-    """The profile's canonical Bot Chat row, or None. Read-only: never creates or writes a file."""
+def find_bot_chat(profile_dir: Path, *, root: Path | None = None) -> dict[str, Any] | None:
+    """The profile's canonical Bot Chat row, or None. Read-only: never creates or writes a file.
+    `root`: the home the profile folder is in, opened from there without following a link
+    (`held_folder`)."""
     db = Path(profile_dir) / STATE_DB
     if not db.is_file():
         return None
     try:
-        row = _query_read_only(db, _title_row_if_table)
+        with held_folder(Path(profile_dir), root) as folder:
+            row = _query_read_only(folder, _title_row_if_table)
     except sqlite3.Error as exc:
         raise HermesStateError(f"cannot read {db}: {_bounded_reason(exc)}", path=str(db)) from exc
     return row if row is not None and is_bot_chat(row) else None
+
+
+class HeldFolder:
+    """A profile folder open as a descriptor (`fsio.open_folder`), and the path SQLite opens its
+    `state.db` by: `/proc/self/fd/<fd>/state.db`, which names the folder that was checked even if a
+    link is put in its place afterwards (docs/reliability.md#state-db)."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd, self.path = fd, path
+        through = f"/proc/self/fd/{fd}"
+        self.via_descriptor = os.path.isdir(through)
+        self.db = f"{through}/{STATE_DB}" if self.via_descriptor else str(path / STATE_DB)
+
+    def exists(self, name: str) -> bool:
+        try:
+            os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def check_opened(self, conn: sqlite3.Connection) -> None:
+        """The file `conn` holds is this folder's `state.db` (the one a link in the folder leads to
+        inside it), not a file a link planted after the check leads to: ContainmentError otherwise,
+        before any statement of ours runs."""
+        if not self.via_descriptor:
+            return
+        opened = str(conn.execute("PRAGMA database_list").fetchone()[2])
+        where = fsio.folder_location(self.fd, self.path)
+        try:
+            want = os.stat(STATE_DB, dir_fd=self.fd)
+        except OSError:
+            want = None
+        held = _held_inodes(opened)
+        if want is None or not Path(opened).is_relative_to(where) or not held or held != {(want.st_dev, want.st_ino)}:
+            raise fsio.moved(self.path / STATE_DB)
+
+
+def _held_inodes(path: str) -> set[tuple[int, int]]:
+    """(device, inode) of every file this process has open at `path` (/proc/self/fd)."""
+    found = set()
+    for entry in os.listdir("/proc/self/fd"):
+        link = f"/proc/self/fd/{entry}"
+        with contextlib.suppress(OSError):
+            if os.readlink(link) == path:
+                st = os.fstat(int(entry))
+                if os.readlink(link) == path:  # not closed and reused by another thread meanwhile
+                    found.add((st.st_dev, st.st_ino))
+    return found
+
+
+@contextlib.contextmanager
+def held_folder(profile_dir: Path, root: Path | None) -> Iterator[HeldFolder]:
+    """`profile_dir` open from `root` (or from its parent) with no link followed on the way."""
+    fd = fsio.open_folder(profile_dir, root if root is not None else profile_dir.parent)
+    try:
+        yield HeldFolder(fd, profile_dir)
+    finally:
+        os.close(fd)
 
 
 def is_bot_chat(row: dict[str, Any]) -> bool:
@@ -172,30 +233,31 @@ def _title_row_if_table(conn: sqlite3.Connection) -> dict[str, Any] | None:
     return dict(row) if row is not None else None
 
 
-def _query_read_only(db: Path, query: Callable[[sqlite3.Connection], T]) -> T:
+def _query_read_only(folder: HeldFolder, query: Callable[[sqlite3.Connection], T]) -> T:
     # A `mode=ro` open of a WAL database creates -wal/-shm files when none exist. When neither
     # exists, every committed page is in the main file, so `immutable=1` reads it without
     # creating anything. If a writer races in, that read may fail or be stale: then read again
     # with a plain read-only open (the writer has created the sidecars by then).
-    uri = f"file:{quote(str(db))}?mode=ro"
-    if not _has_sidecars(db):
+    uri = f"file:{quote(folder.db)}?mode=ro"
+    if not _has_sidecars(folder):
         try:
-            result = _run(uri + "&immutable=1", query)
-            if not _has_sidecars(db):
+            result = _run(uri + "&immutable=1", folder, query)
+            if not _has_sidecars(folder):
                 return result
         except sqlite3.DatabaseError as exc:
             if str(exc) == "interrupted":  # over the step budget: reading again would only spend it again
                 raise
-    return _run(uri, query)
+    return _run(uri, folder, query)
 
 
-def _has_sidecars(db: Path) -> bool:
-    return any(os.path.lexists(f"{db}{suffix}") for suffix in ("-wal", "-shm"))
+def _has_sidecars(folder: HeldFolder) -> bool:
+    return any(folder.exists(STATE_DB + suffix) for suffix in ("-wal", "-shm"))
 
 
-def _run(uri: str, query: Callable[[sqlite3.Connection], T]) -> T:
+def _run(uri: str, folder: HeldFolder, query: Callable[[sqlite3.Connection], T]) -> T:
     conn = _connect(uri)
     try:
+        folder.check_opened(conn)
         return query(conn)
     finally:
         conn.close()
@@ -244,7 +306,7 @@ def _title_row(conn: sqlite3.Connection) -> sqlite3.Row | None:
 # --- write ---------------------------------------------------------------------------------
 
 
-def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None) -> bool:
+def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None, root: Path | None = None) -> bool:
     """Make sure the profile has exactly one Bot Chat; True if this call created it.
 
     Check and insert run in one `BEGIN IMMEDIATE` transaction, so two writers (or Hermes itself)
@@ -262,13 +324,24 @@ def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None) -> bool:
         # and written as one file (about 0.3 ms instead of 3 ms of SQLite file I/O per bot).
         fsio.atomic_write_bytes(db, new_db_image(profile or _profile_name(profile_dir)), mode=0o644)
         return True
+    with held_folder(profile_dir, root or fsio.fenced_home(profile_dir)) as folder:
+        created = _write_bot_chat(folder, db, new, profile or _profile_name(profile_dir))
+    if new:
+        _sync_file(db)
+        fsio.fsync_dir(profile_dir)
+    return created
+
+
+def _write_bot_chat(folder: HeldFolder, db: Path, new: bool, profile_name: str | None) -> bool:
+    """ensure_bot_chat's SQLite part, on the `state.db` of the folder held open."""
     try:
-        conn = sqlite3.connect(str(db), timeout=BUSY_SECONDS, isolation_level=None)
+        conn = sqlite3.connect(folder.db, timeout=BUSY_SECONDS, isolation_level=None)
     except sqlite3.Error as exc:
         raise HermesStateError(f"cannot open {db}: {exc}", path=str(db)) from exc
     conn.row_factory = sqlite3.Row
     _bound(conn)
     try:
+        folder.check_opened(conn)
         if new:
             # A DB this call creates: SQLite's own syncs (about nine for the journal-mode switch,
             # the commit and the checkpoint at close) are replaced by one fsync of the finished
@@ -276,7 +349,7 @@ def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None) -> bool:
             # before that fsync can only lose the new Bot Chat, which the next apply re-creates.
             conn.execute("PRAGMA synchronous=OFF")
         began = _prepare(conn)
-        created = _insert_if_missing(conn, profile or _profile_name(profile_dir), began=began)
+        return _insert_if_missing(conn, profile_name, began=began)
     except sqlite3.Error as exc:
         reason = _bounded_reason(exc)
         raise HermesStateError(f"cannot write the Bot Chat session to {db}: {reason}; nothing was written", path=str(db)) from exc
@@ -286,10 +359,6 @@ def ensure_bot_chat(profile_dir: Path, *, profile: str | None = None) -> bool:
         raise HermesStateError(f"{db}: {exc.message}", path=str(db), hint=exc.hint) from exc
     finally:
         conn.close()
-    if new:
-        _sync_file(db)
-        fsio.fsync_dir(profile_dir)
-    return created
 
 
 # Connection.serialize/deserialize: Python 3.11+ on an SQLite built with them (3.36+ by default).

@@ -72,6 +72,7 @@ class Reason(StrEnum):
     PRUNE_GUARD = "prune-guard"  # a prune above the guard: conflict until --yes
     TOMBSTONED = "tombstoned"  # Hermes marks the profile as deleted
     UNREADABLE = "unreadable"  # a live file could not be read
+    MARKER_MISMATCH = "marker-mismatch"  # an owned profile's marker names another fleet or profile, no inventory backs it
     SECRET_UNAVAILABLE = "secret-unavailable"  # a referenced secret cannot be read on this machine
     WAITS_FOR_BOT = "waits-for-bot"  # a bot it needs is in conflict or error
     REMOTE_MEMBERS = "remote-members"  # a member on another machine cannot be seated (this gateway or its peer)
@@ -190,6 +191,7 @@ class LiveProfile:
     exists: bool
     tombstoned: bool = False
     marker: Mapping[str, Any] | None = None
+    stray_marker: Mapping[str, Any] | None = None  # a well-formed owner marker naming another profile
     config: Mapping[str, Any] | None = None  # config.yaml as plain data; None: unreadable
     env: Mapping[str, str] | None = None  # .env as Hermes loads it (last binding wins)
     description: str | None = None  # profile.yaml, as Hermes reads it (stripped)

@@ -209,6 +209,7 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
         exists=True,
         tombstoned=tombstoned,
         marker=marker if marker is not None and marker["profile"] == name else None,
+        stray_marker=marker if marker is not None and marker["profile"] != name else None,
         config=_shared_config(config, pool) if config is not None else None,
         env=env.as_dict() if env is not None else None,
         description=meta.description if meta is not None else None,
@@ -219,13 +220,13 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
         avatar_files=avatar_files,
         errors=tuple(errors),
     )
-    return _with_bot_chat(live) if with_bot_chat else live
+    return _with_bot_chat(live, root) if with_bot_chat else live
 
 
-def _with_bot_chat(live: LiveProfile) -> LiveProfile:
+def _with_bot_chat(live: LiveProfile, root: Path) -> LiveProfile:
     """`live` with its Bot Chat looked up (a read error of `state.db` comes last in `errors`)."""
     errors = list(live.errors)
-    found = _read(errors, live.path, lambda: sessions.find_bot_chat(live.path)) is not None
+    found = _read(errors, live.path, lambda: sessions.find_bot_chat(live.path, root=root)) is not None
     return replace(live, bot_chat=found, errors=tuple(errors))
 
 
@@ -246,7 +247,7 @@ class HomeReads:
         they are taken before it is looked up: its read error is not health's)."""
         live = observe_profile(self.root, name, with_bot_chat=False)
         self._facts[name] = RuntimeFacts.of(live)
-        return _with_bot_chat(live) if with_bot_chat and live.exists else live
+        return _with_bot_chat(live, self.root) if with_bot_chat and live.exists else live
 
     def facts(self, name: str) -> RuntimeFacts:
         if name not in self._facts:

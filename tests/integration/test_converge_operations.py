@@ -257,7 +257,16 @@ def test_install_wide_settings_land_in_the_root_config(home: Path, manifests: Pa
     data = read_yaml(home / "config.yaml")
     assert data["display"] == {"bell": True} and "spark" in data["bot_peers"]
     assert "HERMES_PEER_SPARK_KEY" in (home / ".env").read_text()
+    # ... and in every bot that inherited it: the bot's copy is install-wide too (before, a plain
+    # apply removed the peer, its key and the policy from each bot while the root kept them).
+    assert "the bots that inherited them (bot)" in plain.out, plain.text
+    bot = read_yaml(profile(home, "bot") / "config.yaml")
+    assert bot["checkpoints"] == {"enabled": True, "max_snapshots": 7} and bot["display"] == {"bell": True}
+    assert bot["bot_peers"] == {"spark": {"url": "http://spark.lan:8642", "note": "lab"}}
+    assert envfile.read_env(profile(home, "bot") / ".env").get("HERMES_PEER_SPARK_KEY") == SECRET_PEER
     assert_converged(manifest, home)
+    assert apply(manifest, home).code == 0  # a second plain apply keeps them too (the record remembers them)
+    assert read_yaml(profile(home, "bot") / "config.yaml")["bot_peers"]
     # ... --prune removes it from the root config (untouched since).
     assert apply(manifest, home, "--prune").code == 0
     data = read_yaml(home / "config.yaml")

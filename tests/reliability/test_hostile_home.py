@@ -126,6 +126,12 @@ CASES: dict[str, Callable[[Path], None]] = {
         p, lambda t: t.replace('"jobs": [', '"n": ' + "9" * 5000 + ', "jobs": [', 1)
     ),
     "wrong types in jobs.json": lambda p: plant_jobs(p, lambda t: '{"jobs": [{"id": 5, "name": ["x"], "schedule": 3}]}'),
+    "owner marker naming another fleet": lambda p: (p / ".hermes-fleet-owner.json").write_text(
+        '{"fleet": "elsewhere", "profile": "two"}'
+    ),
+    "owner marker naming another profile": lambda p: (p / ".hermes-fleet-owner.json").write_text(
+        '{"fleet": "hostile", "profile": "one"}'
+    ),
     "state.db trigger on sessions": plant_trigger,
     "state.db spinning view": plant_spinning_view,
     "state.db 200 MB row": plant_huge_row,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import hermes_fleet, snapshot
+from tests.integration.helpers import hermes_fleet, plan_json, snapshot
 from tests.reliability import scenario
 from tests.reliability.conftest import Pristine
 from tests.reliability.test_restore_undo import without_beta
@@ -136,3 +136,42 @@ def test_an_inventory_key_that_is_a_path_is_refused(pristine: Pristine, home: Pa
         assert run.code not in (0, 2) and "Traceback" not in run.text, run.text
         assert "'bot/../../victim' names no object hermes-fleet makes" in run.text, run.text
     assert snapshot(home) == before and snapshot(victim) == outside
+
+
+@pytest.mark.parametrize(
+    ("planted", "names"),
+    [
+        ({"fleet": "other", "profile": "beta"}, "fleet 'other'"),
+        ({"fleet": "acme", "profile": "alpha"}, "profile 'alpha' of fleet 'acme'"),
+    ],
+    ids=["another fleet", "another profile"],
+)
+def test_a_well_formed_marker_a_bot_wrote_is_its_error_not_the_fleets(
+    pristine: Pristine, home: Path, planted: dict[str, str], names: str
+) -> None:
+    """A bot writes its own folder: a well-formed marker naming another fleet or profile, in a profile
+    only acme's inventory records, puts that bot in error (exit 1, the fix named); every other bot is
+    planned and applied (a conflict used to refuse the whole apply, exit 3). --adopt writes acme's
+    marker again."""
+    path = home / "profiles" / "beta" / ".hermes-fleet-owner.json"
+    path.write_text(json.dumps(planted), encoding="utf-8")
+    plan = hermes_fleet("plan", "-f", pristine.v2, "--home", home, "-o", "json")
+    assert plan.code == 1, plan.text
+    objects = {f"{o['kind']}/{o['name']}": o for o in json.loads(plan.out)["objects"]}
+    beta = objects["bot/beta"]
+    assert beta["action"] == "error" and beta["reason_code"] == "marker-mismatch", beta
+    assert names in beta["reason"] and str(path) in beta["reason"] and "--adopt" in beta["reason"], beta
+    assert objects["bot/alpha"]["action"] == "update", objects["bot/alpha"]
+
+    applied = hermes_fleet("apply", "-f", pristine.v2, "--home", home)
+    assert applied.code == 1 and "bot/beta" in applied.text and "Traceback" not in applied.text, applied.text
+    after = {f"{o['kind']}/{o['name']}": o for o in plan_json(pristine.v2, home)["objects"]}
+    assert after["bot/beta"]["action"] == "error", after["bot/beta"]
+    others = {k: o["action"] for k, o in after.items() if k.startswith("bot/") and k != "bot/beta"}
+    assert set(others.values()) <= {"no-op", "orphan"}, others  # the other bots were applied
+    assert json.loads(path.read_text(encoding="utf-8")) == planted  # nothing of beta's was written
+
+    adopted = hermes_fleet("apply", "-f", pristine.v2, "--home", home, "--adopt")
+    assert adopted.code == 0, adopted.text
+    assert marker(home, "beta") == {**marker(home, "beta"), "fleet": "acme", "profile": "beta"}
+    assert hermes_fleet("plan", "-f", pristine.v2, "--home", home, "--detailed-exitcode").code == 0

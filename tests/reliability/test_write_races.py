@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from controller.adapters import fsio, home
-from controller.errors import ContainmentError
+from controller.errors import ConflictError, ContainmentError
 from tests.integration.helpers import hermes_fleet, snapshot
 from tests.reliability import scenario
 from tests.reliability.conftest import Pristine
@@ -156,6 +156,81 @@ def test_a_path_that_climbs_out_is_refused(tree: tuple[Path, Path]) -> None:
         with pytest.raises(ContainmentError, match="climbs out"):
             fsio.atomic_write_text(escape, "x\n")
     assert marker.read_text() == "{}\n"
+
+
+# --- folders: publish_dir and make_dirs, relative to descriptors ----------------------------------------
+
+
+def test_a_staging_folder_swapped_for_a_link_is_never_published(tree: tuple[Path, Path], hook, tmp_path: Path) -> None:
+    """The rename that publishes a new profile moves the folder that was built, never a link put in
+    its place (which would make `profiles/gamma` a link to wherever it points)."""
+    root, outside = tree
+    staging = root / "profiles" / ".gamma.staging-1"
+    staging.mkdir()
+    (staging / "config.yaml").write_text("ours\n")
+    hook(lambda _: swap_for_link(staging, outside, tmp_path / "staging-aside"))
+    with fsio.fenced(root), pytest.raises(ContainmentError, match="changed while hermes-fleet was writing"):
+        fsio.publish_dir(staging, root / "profiles" / "gamma")
+    assert not os.path.lexists(root / "profiles" / "gamma")
+    assert (outside / "secret").read_text() == "do not touch\n"
+
+
+def test_a_target_folder_swapped_for_a_link_during_the_publish_is_refused(tree: tuple[Path, Path], hook, tmp_path: Path) -> None:
+    """A backup's folder swapped for a link out of the home at the moment of the rename: the profile
+    is not moved out of the home."""
+    root, outside = tree
+    backups = root / ".hermes-fleet" / "backups" / "1"
+    backups.mkdir(parents=True)
+    alpha = root / "profiles" / "alpha"
+    before = snapshot(outside)
+    hook(lambda _: swap_for_link(backups, outside, tmp_path / "backups-aside"))
+    with fsio.fenced(root), pytest.raises(ContainmentError, match="changed while hermes-fleet was writing"):
+        fsio.publish_dir(alpha, backups / "tree")
+    assert alpha.is_dir() and (alpha / "config.yaml").read_text() == "a: 1\n"
+    assert snapshot(outside) == before
+
+
+def test_something_at_the_publish_target_is_never_replaced(tree: tuple[Path, Path]) -> None:
+    root, outside = tree
+    staging = root / "profiles" / ".gamma.staging-1"
+    staging.mkdir()
+    (root / "profiles" / "gamma").symlink_to(outside)
+    with fsio.fenced(root), pytest.raises(ContainmentError, match="changed while hermes-fleet was writing"):
+        fsio.publish_dir(staging, root / "profiles" / "gamma")
+    assert os.readlink(root / "profiles" / "gamma") == str(outside) and staging.is_dir()
+    (root / "profiles" / "delta").mkdir()  # an empty folder made meanwhile: rename(2) would replace it
+    with fsio.fenced(root), pytest.raises(ConflictError, match="appeared while hermes-fleet was creating it"):
+        fsio.publish_dir(staging, root / "profiles" / "delta")
+    assert staging.is_dir() and not os.listdir(root / "profiles" / "delta")
+
+
+@pytest.mark.parametrize(
+    "link",
+    ["profiles/alpha", "profiles", ".hermes-fleet", "profiles/alpha/cron"],
+)
+def test_make_dirs_never_creates_through_a_link_planted_on_its_way(tree: tuple[Path, Path], tmp_path: Path, link: str) -> None:
+    """A link put (after the check) at a folder on the way of a `mkdir -p`: the folders are made
+    relative to descriptors opened without following links, so nothing is created out of the home."""
+    root, outside = tree
+    (root / ".hermes-fleet").mkdir()
+    swap_for_link(root / link, outside, tmp_path / "aside")
+    before = snapshot(outside)
+    target = root / link / "made" / "deeper"
+    with fsio.fenced(root), pytest.raises(ContainmentError):
+        fsio.make_dirs(target, mode=0o700)
+    assert snapshot(outside) == before and not (outside / "made").exists()
+
+
+def test_make_dirs_follows_a_link_inside_its_own_profile(tree: tuple[Path, Path]) -> None:
+    root, _ = tree
+    alpha = root / "profiles" / "alpha"
+    (alpha / "dotfiles" / "assets").mkdir(parents=True)
+    (alpha / "assets").symlink_to("dotfiles/assets")
+    with fsio.fenced(root):
+        fsio.make_dirs(alpha / "assets" / "x", mode=0o700)
+        fsio.make_dirs(root / ".hermes-fleet" / "history" / "acme", mode=0o700)
+    assert (alpha / "dotfiles" / "assets" / "x").is_dir()
+    assert scenario.mode(root / ".hermes-fleet" / "history" / "acme") == 0o700
 
 
 # --- the whole CLI: the update run with the swap at its first write into alpha ---------------------------

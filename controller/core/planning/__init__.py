@@ -41,9 +41,23 @@ def plan(inputs: Inputs) -> Plan:
 
 def _left(inputs: Inputs) -> list[str]:
     left = bots.install_left(inputs)
-    if not left:
+    inheriting = sorted(name for name in inputs.state.bots if _keeps_inherited(inputs, name))
+    if not left and not inheriting:
         return []
+    where = "the root profile" if left else ""
+    if inheriting:
+        shown = ", ".join(inheriting[:10]) + (f" and {len(inheriting) - 10} more" if len(inheriting) > 10 else "")
+        where += (" and " if where else "") + f"the bots that inherited them ({shown})"
+    fields = left or sorted({f for name in inheriting for f in bots.inherited_left(inputs, name)})
     return [
-        f"{len(left)} install-wide setting(s) no longer in the manifests stay in the root profile: {', '.join(left)} "
+        f"{len(fields)} install-wide setting(s) no longer in the manifests stay in {where}: {', '.join(fields)} "
         "(install-wide objects are removed only by `apply --prune`)"
     ]
+
+
+def _keeps_inherited(inputs: Inputs, name: str) -> bool:
+    """Bot `name` still holds an install-wide field gone from the manifests (left by a plain apply)."""
+    live = inputs.observed.live.get(name)
+    if live is None or not live.exists or live.errors:
+        return False
+    return any(live.value(field)[0] for field in bots.inherited_left(inputs, name))

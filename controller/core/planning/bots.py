@@ -261,6 +261,20 @@ def install_left(inputs: Inputs) -> list[str]:
     return [f.field for f in install_diff(inputs, install_fields(inputs.state, obs)) if f.op is Op.REMOVE]
 
 
+def inherited_left(inputs: Inputs, name: str) -> dict[str, Any]:
+    """Bot `name`'s record entries of install-wide fields gone from the manifests (the install
+    record still holds them: `install_left`), which a plain apply leaves in the bot as it leaves
+    them in the root: install-wide objects are removed only by `apply --prune` (PRODUCT.md, rule 3;
+    docs/reliability.md#slices-and-deletions). Kept in the record so that a later prune removes them."""
+    if inputs.options.prune or name == DEFAULT_PROFILE:
+        return {}
+    install = inputs.inventory.applied(INSTALL_KEY)
+    if not install:
+        return {}
+    gone = set(install) - set(install_fields(inputs.state, inputs.observed))
+    return {n: v for n, v in inputs.inventory.applied(bot_key(name)).items() if n in gone}
+
+
 def owned_by(inputs: Inputs, name: str) -> bool:
     """This fleet owns the profile: by its inventory or by the marker inside the profile, and no
     one disputes it (`ownership_dispute`): a bot is owned by at most one fleet."""
@@ -295,6 +309,33 @@ def ownership_dispute(inputs: Inputs, name: str) -> tuple[str | None, str] | Non
     return None
 
 
+def planted_marker(inputs: Inputs, name: str) -> str | None:
+    """Why profile `name`'s owner marker cannot be believed, or None. A marker is a file in the
+    profile, which its bot can write: a well-formed marker naming another fleet or another profile,
+    in a profile this fleet's inventory owns and no other fleet's inventory records, claims what no
+    inventory backs. That bot is in error (never a conflict, which would refuse the whole apply);
+    `--adopt` writes this fleet's marker again (docs/reliability.md#ownership)."""
+    obs = inputs.observed
+    live = obs.live.get(name)
+    key = bot_key(name)
+    if name == DEFAULT_PROFILE or live is None or not live.exists or name in obs.renames:
+        return None
+    if not inputs.inventory.owns(key) or key in obs.foreign:
+        return None
+    fleet = inputs.state.fleet
+    if live.marker is not None and live.marker.get("fleet") != fleet:
+        says = f"fleet {live.marker['fleet']!r}"
+    elif live.stray_marker is not None:
+        says = f"profile {live.stray_marker['profile']!r} of fleet {live.stray_marker['fleet']!r}"
+    else:
+        return None
+    return (
+        f"its owner marker {live.path / '.hermes-fleet-owner.json'} names {says}, but fleet {fleet!r} owns the bot "
+        "by its inventory and no other fleet records it: the marker was written inside the profile (a bot can "
+        "write its own folder); check the profile, then re-run with --adopt to write this fleet's marker again"
+    )
+
+
 def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
     obs = inputs.observed
     fleet = inputs.state.fleet
@@ -307,8 +348,11 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
     ) -> ObjectChange:
         return ObjectChange(Kind.BOT, bot.name, action, code, reason, tuple(fields or ()), origin, drifted)
 
+    planted = planted_marker(inputs, bot.name)
+    if planted and not inputs.options.adopt:
+        return change(Action.ERROR, Reason.MARKER_MISMATCH, planted)
     owned = owned_by(inputs, bot.name)
-    foreign = (obs.foreign.get(key) or (live.marker or {}).get("fleet")) if not owned else None
+    foreign = (obs.foreign.get(key) or (live.marker or {}).get("fleet")) if not owned and not planted else None
     if foreign and foreign != fleet:
         return change(
             Action.CONFLICT, Reason.FOREIGN_OWNER, f"profile is owned by fleet {foreign!r}; two fleets never manage one object"
@@ -348,6 +392,8 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
         return change(Action.CREATE, Reason.NEW, "profile does not exist", fields)
     fields = diff_fields(desired, live, applied, secret_keys, inputs.inventory, want.inherited)
     if owned:
+        kept = inherited_left(inputs, bot.name)
+        fields = [f for f in fields if not (f.op is Op.REMOVE and f.field in kept)]
         return change(
             Action.UPDATE if fields else Action.NOOP,
             Reason.MANAGED,

@@ -155,7 +155,7 @@ def moved_observed(observed: Observed, decisions: dict[str, Decision]) -> Observ
         source = live.pop(d.old, None)  # finish: an old folder made again since is not this bot's any more
         if d.step is Step.FINISH or source is None:
             continue
-        live[d.new] = dataclasses.replace(source, name=d.new, path=source.path.with_name(d.new), marker=None)
+        live[d.new] = dataclasses.replace(source, name=d.new, path=source.path.with_name(d.new), marker=None, stray_marker=None)
         for table in (jobs, job_errors, timezones):
             if d.old in table:
                 table[d.new] = table.pop(d.old)  # type: ignore[assignment]

@@ -19,7 +19,7 @@ from controller.adapters import inventory as inventory_file
 from controller.adapters.home import HomeLayout, ProfileLayout, profile_dir
 from controller.core import jobs
 from controller.core.inventory import INSTALL_KEY, bot_key, routine_key, routine_parts, split_key
-from controller.core.planning.bots import applied_record, bot_desired, clear_value, install_fields, owned_by
+from controller.core.planning.bots import applied_record, bot_desired, clear_value, inherited_left, install_fields, owned_by
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op
 from controller.engine import records
 from controller.engine.ledger import Ledger
@@ -100,7 +100,8 @@ def apply_object(
         keep_hand_edits(root, path, change.fields, inputs, kept)
         write_fields(path, change.fields, want.fields, bot=bot)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted", Action.RENAME: "renamed"}.get(change.action, "updated")
-    record(ledger, bot_key(name), want.fields, want.secret_keys, verb)
+    left = inherited_left(inputs, name) if change.action is Action.UPDATE else {}
+    record(ledger, bot_key(name), want.fields, want.secret_keys, verb, left)
 
 
 def fill_new(
@@ -180,6 +181,7 @@ def refresh_record(root: Path, change: ObjectChange, inputs: Inputs, ledger: Led
         bot = inputs.state.bots[change.name]
         want = bot_desired(inputs.state, obs, bot)
         desired, key, secret_keys = want.fields, bot_key(change.name), want.secret_keys
+        left = inherited_left(inputs, change.name)
     elif change.kind is Kind.ROUTINE and change.ref:
         key = routine_key(change.bot, change.title)
         entry = ledger.get(key)
