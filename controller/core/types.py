@@ -192,6 +192,7 @@ class LiveProfile:
     tombstoned: bool = False
     marker: Mapping[str, Any] | None = None
     stray_marker: Mapping[str, Any] | None = None  # a well-formed owner marker naming another profile
+    marker_path: Path | None = None  # where the owner marker is (for messages)
     config: Mapping[str, Any] | None = None  # config.yaml as plain data; None: unreadable
     env: Mapping[str, str] | None = None  # .env as Hermes loads it (last binding wins)
     description: str | None = None  # profile.yaml, as Hermes reads it (stripped)

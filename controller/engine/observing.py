@@ -210,6 +210,7 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
         tombstoned=tombstoned,
         marker=marker if marker is not None and marker["profile"] == name else None,
         stray_marker=marker if marker is not None and marker["profile"] != name else None,
+        marker_path=files.owner_marker,
         config=_shared_config(config, pool) if config is not None else None,
         env=env.as_dict() if env is not None else None,
         description=meta.description if meta is not None else None,

@@ -330,7 +330,7 @@ def planted_marker(inputs: Inputs, name: str) -> str | None:
     else:
         return None
     return (
-        f"its owner marker {live.path / '.hermes-fleet-owner.json'} names {says}, but fleet {fleet!r} owns the bot "
+        f"its owner marker {live.marker_path or live.path} names {says}, but fleet {fleet!r} owns the bot "
         "by its inventory and no other fleet records it: the marker was written inside the profile (a bot can "
         "write its own folder); check the profile, then re-run with --adopt to write this fleet's marker again"
     )
