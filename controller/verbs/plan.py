@@ -106,9 +106,9 @@ def denials(widening: list[plan_insights.CapabilityChange], *, detail: bool) -> 
         lines.append(f"{kind}, for {len(bots):,} bots: {', '.join(bots[:BOTS_SHOWN])}{more}")
     if len(groups) > KINDS_SHOWN:
         rest = groups[KINDS_SHOWN:]
-        bots = len({bot for _, names in rest for bot in names})
+        count = len({bot for _, names in rest for bot in names})
         lines.append(
-            f"... and {len(rest):,} more kind(s) of widening, on {bots:,} bot(s) (--detail lists every change; "
+            f"... and {len(rest):,} more kind(s) of widening, on {count:,} bot(s) (--detail lists every change; "
             "-o json has them all)"
         )
     return lines
