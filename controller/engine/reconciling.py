@@ -20,7 +20,7 @@ from controller.core import selection as selecting
 from controller.core.inventory import Inventory
 from controller.core.selection import Selection
 from controller.core.types import Inputs, Options, Plan, RunResult
-from controller.engine import applying, history, observing, records
+from controller.engine import applying, handedits, history, observing, records
 from controller.errors import ConflictError, UsageError
 from controller.manifests.desired import DesiredState
 
@@ -192,6 +192,12 @@ def _apply_once(
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=revision)
         parsecache.save(root)
+        handedits.record(
+            root,
+            planned.inputs.inventory,
+            handedits.written_profiles(o.change for o in results.done),
+            lambda name: observing.observe_profile(root, name, with_bot_chat=False),
+        )
         if snapshot is not None and (snapshot.command != "watch" or results.outcomes or planned.plan.errors):
             # The run's last write, after the inventory and the parse cache: a kill before it loses
             # this one entry (the next apply records its own), never an earlier one.
