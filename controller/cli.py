@@ -276,7 +276,8 @@ def setup_plan(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--deny-widening",
         action="store_true",
-        help="exit 5 when the plan widens a bot's capabilities (toolsets, MCP servers, approvals)",
+        help="exit 5 when the plan widens a bot's capabilities (toolsets, MCP servers, approvals); "
+        "one line per kind of widening (--detail: per change)",
     )
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
     p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")

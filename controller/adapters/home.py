@@ -157,6 +157,7 @@ class StateLayout:
     WATCH_LOCK: ClassVar[str] = "watch.lock"
     WATCH_STATUS: ClassVar[str] = "watch-status.json"
     SUSPENDED: ClassVar[str] = "suspended.json"  # hermes-fleet suspend: who, when, why
+    BASELINE: ClassVar[str] = "baseline"  # baseline/<fleet>.json: digests of the keys apply left alone
     DEMO: ClassVar[str] = "demo"  # the demo's manifests
     # Its own entries, none of which may be a symlink (`check_state`).
     ENTRIES: ClassVar[tuple[str, ...]] = (
@@ -167,7 +168,7 @@ class StateLayout:
     # it, "tree" every folder below. The git clones are git's own files, never swept.
     SWEPT: ClassVar[dict[str, str]] = {
         "": "flat", INVENTORY: "flat", CACHE: "flat", BACKUPS: "children", HISTORY: "children",
-        REPLACED: "tree", OUTBOX: "children",
+        REPLACED: "tree", OUTBOX: "children", BASELINE: "flat",
     }  # fmt: skip
 
     def __truediv__(self, rel: str) -> Path:
@@ -216,6 +217,10 @@ class StateLayout:
     @property
     def watch_status(self) -> Path:
         return self.path / self.WATCH_STATUS
+
+    @property
+    def baseline(self) -> Path:
+        return self.path / self.BASELINE
 
     @property
     def suspended(self) -> Path:

@@ -196,7 +196,7 @@ def sweep_leftovers(root: Path, names: Collection[str]) -> list[Path]:
     """Remove what a killed hermes-fleet run left (SIGKILL, power loss; SIGTERM and SIGINT clean up
     themselves): its staging folders in `profiles/`, and its temp files (`.<name>.hf<pid>.<random>.tmp`,
     fsio) in every folder it writes: the root profile, the given profiles, `.hermes-fleet/` and
-    its inventory, parse cache, backups, history and kept copies of replaced files. Only under the
+    its inventory, parse cache, hand-edit baseline, backups, history and kept copies of replaced files. Only under the
     apply lock, and only leftovers of a dead process (fsio.dead_pid); a folder that is a symlink is
     not entered."""
     root = Path(root)

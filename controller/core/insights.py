@@ -51,6 +51,10 @@ class CapabilityChange:
     note: str = ""  # what stands between the change and its effect (mcp: no mcp library)
 
     def describe(self) -> str:
+        return f"bot/{self.bot} {self.kind()}"
+
+    def kind(self) -> str:
+        """The change without its bot: `toolsets: +terminal on every platform` (one kind for every bot it is on)."""
         parts = [f"+{x}" for x in self.gained] + [f"-{x}" for x in self.lost]
         body = " ".join(parts) if parts else f"{self.before} -> {self.after}"
         where = ""
@@ -58,7 +62,7 @@ class CapabilityChange:
             where = " on every platform" if not self.platforms else f" on {', '.join(self.platforms)}"
         new = " (new bot)" if self.new_bot else ""
         note = f" ({self.note})" if self.note else ""
-        return f"bot/{self.bot} {self.what}{new}: {body}{where}{note}"
+        return f"{self.what}{new}: {body}{where}{note}"
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,14 @@ class Insights:
                 {"kind": x.kind, "subject": x.subject, "severity": x.severity, "detail": x.detail} for x in self.loops
             ],
         }
+
+
+def by_kind(changes: Iterable[CapabilityChange]) -> list[tuple[str, list[str]]]:
+    """(kind, its bots) for each kind of change, the most bots first (then by kind)."""
+    groups: dict[str, list[str]] = {}
+    for change in changes:
+        groups.setdefault(change.kind(), []).append(change.bot)
+    return sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
 
 
 def insights(inputs: Inputs, plan: Plan) -> Insights:

@@ -5,14 +5,21 @@ else: the install-wide settings and rooms are planned only by a run without a se
 outside the selection is created, changed or pruned. Names are ORed, labels ANDed, and both
 together ANDed (as kubectl's selectors). A bot gone from the manifests has no labels: only
 `--bot NAME` can select its prune.
+
+The planner judges the selected part alone (core/planning): the prune guard counts the selected
+deletions, the @-tag guard sees only them go, and the notes speak of the selected bots only.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from controller.core.types import Kind, ObjectChange, Plan
 from controller.manifests.desired import DesiredState
+
+Scope = frozenset[str] | None  # the chosen bots; None: the whole plan (no selector)
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,24 @@ class Selection:
         gone = set() if self.labels else {name for name in self.bots if name not in state.bots}
         return frozenset(present | gone)
 
+    def scope(self, state: DesiredState) -> Scope:
+        return self.chosen(state) if self else None
+
+
+def unknown(selection: Selection, known: Iterable[str]) -> list[str]:
+    """`--bot` names that are no bot of this fleet (`known`: the manifests' and the inventory's),
+    each with a did-you-mean when one is close."""
+    names = sorted(set(known))
+    out = []
+    for name in sorted(selection.bots - set(names)):
+        guess = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        out.append(f"{name!r} (did you mean {guess[0]!r}?)" if guess else repr(name))
+    return out
+
+
+def in_scope(change: ObjectChange, scope: Scope) -> bool:
+    return scope is None or bot_of(change) in scope
+
 
 def bot_of(change: ObjectChange) -> str | None:
     """The bot an object belongs to; None for the install-wide settings and rooms."""
@@ -47,14 +72,30 @@ def bot_of(change: ObjectChange) -> str | None:
     return None
 
 
-def select(plan: Plan, state: DesiredState, selection: Selection) -> Plan:
-    if not selection:
-        return plan
-    chosen = selection.chosen(state)
-    kept = tuple(c for c in plan.changes if bot_of(c) in chosen)
-    left = len(plan.changes) - len(kept)
-    note = (
-        f"selection {selection.describe()}: {len(chosen)} bot(s); {left} other object(s) left out "
-        "(the install-wide settings and rooms too): nothing outside the selection is planned, changed or pruned"
+def narrow(state: DesiredState, scope: frozenset[str]) -> DesiredState:
+    """The state as far as a selection plans it, for its notes: the chosen bots, and no install-wide
+    settings or rooms (a selection leaves them out)."""
+    return replace(
+        state,
+        bots={name: bot for name, bot in state.bots.items() if name in scope},
+        rooms={},
+        install_config={},
+        install_env={},
+        root_only=frozenset(),
     )
+
+
+def select(plan: Plan, selection: Selection, scope: Scope) -> Plan:
+    """The plan's objects within the scope, with a note saying what was left out."""
+    if scope is None:
+        return plan
+    kept = tuple(c for c in plan.changes if in_scope(c, scope))
+    left = len(plan.changes) - len(kept)
+    if not scope:
+        note = f"selection {selection.describe()} matches no bot of the manifests: nothing is planned"
+    else:
+        note = (
+            f"selection {selection.describe()}: {len(scope)} bot(s); {left} other object(s) left out "
+            "(the install-wide settings and rooms too): nothing outside the selection is planned, changed or pruned"
+        )
     return replace(plan, changes=kept, notes=(*plan.notes, note))

@@ -16,10 +16,11 @@ from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
 from controller.adapters import locking, parsecache, profiles
 from controller.core import planning
+from controller.core import selection as selecting
 from controller.core.inventory import Inventory
-from controller.core.selection import Selection, select
+from controller.core.selection import Selection
 from controller.core.types import Inputs, Options, Plan, RunResult
-from controller.engine import applying, history, observing, records
+from controller.engine import applying, handedits, history, observing, records
 from controller.engine.ledger import Ledger
 from controller.errors import ConflictError, UsageError
 from controller.manifests.desired import DesiredState
@@ -52,11 +53,26 @@ def plan_home(
     parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
     inventory = records.load(root, state.fleet)
     check_slice(inventory, state, options)
+    chosen = selection or Selection()
+    check_names(chosen, state, inventory)
     inventory = inventory.reclaimed(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
     observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
-    chosen = selection or Selection()
-    return Planned(root, state, inputs, select(planning.plan(inputs), state, chosen), files, chosen.describe())
+    return Planned(root, state, inputs, planning.plan(inputs, chosen), files, chosen.describe())
+
+
+def check_names(chosen: Selection, state: DesiredState, inventory: Inventory) -> None:
+    """Refuse (exit 2) a `--bot` that names no bot of this fleet: a typo would plan nothing and
+    read as "no changes"."""
+    known = sorted({*state.bots, *inventory.owned_bots()})
+    unknown = selecting.unknown(chosen, known)
+    if unknown:
+        listed = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
+        raise UsageError(
+            f"--bot {', '.join(unknown)}: no bot of fleet {state.fleet!r} has that name, in the manifests or in "
+            "this home's inventory",
+            hint=f"its bots: {listed}" if known else "the fleet has no bot yet",
+        )
 
 
 def check_slice(inventory: Inventory, state: DesiredState, options: Options) -> None:
@@ -177,6 +193,12 @@ def _apply_once(
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=revision)
         parsecache.save(root)
+        handedits.record(
+            root,
+            planned.inputs.inventory,
+            handedits.written_profiles(o.change for o in results.done),
+            lambda name: observing.observe_profile(root, name, with_bot_chat=False),
+        )
         if snapshot is not None and (snapshot.command != "watch" or results.outcomes or planned.plan.errors):
             # The run's last write, after the inventory and the parse cache: a kill before it loses
             # this one entry (the next apply records its own), never an earlier one.

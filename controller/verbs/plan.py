@@ -83,10 +83,36 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if getattr(args, "deny_widening", False) and code in (ExitCode.OK, ExitCode.CHANGES):
         widening = plan_insights.insights(planned.inputs, planned.plan).widening
         if widening:
-            for change in widening:
-                print(f"hermes-fleet: widening denied: {change.describe()}", file=sys.stderr)
+            for line in denials(widening, detail=bool(getattr(args, "detail", False))):
+                print(f"hermes-fleet: widening denied: {line}", file=sys.stderr)
             return ExitCode.DENIED
     return code
+
+
+KINDS_SHOWN = 10  # kinds of widening named by --deny-widening (--detail: every change)
+BOTS_SHOWN = 3  # bots named per kind
+
+
+def denials(widening: list[plan_insights.CapabilityChange], *, detail: bool) -> list[str]:
+    """One line per kind of widening, with its bots (the first few and a count); `detail`: one per change."""
+    if detail:
+        return [change.describe() for change in widening]
+    groups = plan_insights.by_kind(widening)
+    lines = []
+    for kind, bots in groups[:KINDS_SHOWN]:
+        if len(bots) == 1:
+            lines.append(f"bot/{bots[0]} {kind}")
+            continue
+        more = f" and {len(bots) - BOTS_SHOWN:,} more" if len(bots) > BOTS_SHOWN else ""
+        lines.append(f"{kind}, for {len(bots):,} bots: {', '.join(bots[:BOTS_SHOWN])}{more}")
+    if len(groups) > KINDS_SHOWN:
+        rest = groups[KINDS_SHOWN:]
+        count = len({bot for _, names in rest for bot in names})
+        lines.append(
+            f"... and {len(rest):,} more kind(s) of widening, on {count:,} bot(s) (--detail lists every change; "
+            "-o json has them all)"
+        )
+    return lines
 
 
 def notify(state: DesiredState, events: list[webhooks.Event], root: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,8 @@ from controller.adapters import locking, suspension
 from controller.adapters.home import HomeLayout, resolve_root
 from controller.core import drift, rooms
 from controller.core.inventory import Inventory, routine_parts, split_key
-from controller.core.types import GatewayView
-from controller.engine import health, observing, records
+from controller.core.types import GatewayView, LiveProfile
+from controller.engine import handedits, health, observing, records
 from controller.engine.reconciling import Planned
 from controller.engine.watchstatus import read_status
 from controller.errors import ControllerError, ExitCode
@@ -70,6 +71,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse.Namespace | None = None) -> dict[str, Any]:
     inventory = records.load(root, fleet)
     reads = observing.HomeReads(root)  # each profile observed, each cron store read, once
+    hand = handedits.Finder(root, inventory)
     objects = []
     view: GatewayView | None = None
     if inventory.keys_of("room"):  # one read-only look at the gateway, shared by every fleet of the home
@@ -79,7 +81,7 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
         objects.append(
             {
                 "object": key,
-                "drifted_fields": object_drift(inventory, key, view, reads),
+                "drifted_fields": object_drift(inventory, key, view, reads, seen=hand.look),
                 "updated_at": inventory.objects[key].get("updated_at"),
             }
         )
@@ -91,7 +93,12 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
         # A string is why the fields are unknown (missing, unreadable, gateway unreachable): not drift.
         "drifted": sum(1 for o in objects if isinstance(o["drifted_fields"], list) and o["drifted_fields"]),
         "unknown": sum(1 for o in objects if isinstance(o["drifted_fields"], str)),
+        # Keys of managed files the fleet does not manage, changed since the apply that last wrote
+        # the file (engine/handedits.py): information, never drift.
+        "hand_edits": hand.report(),
     }
+    if hand.problem:
+        report["hand_edits_unknown"] = hand.problem
     if planned is not None and planned.state.fleet == fleet:
         report["pending"] = {"changes_pending": planned.plan.has_changes, **planned.plan.counts()}
     report["health"] = health.check(root, fleet, inventory=inventory, reads=reads).to_json()
@@ -108,8 +115,16 @@ def _rooms_view(root: Path, args: argparse.Namespace | None) -> GatewayView:
     return view
 
 
-def object_drift(inventory: Inventory, key: str, view: GatewayView | None, reads: observing.HomeReads) -> list[str] | str:
-    """The drifted fields of one owned object (core.drift, as `plan` uses it), or why they are unknown."""
+def object_drift(
+    inventory: Inventory,
+    key: str,
+    view: GatewayView | None,
+    reads: observing.HomeReads,
+    *,
+    seen: Callable[[str, LiveProfile], None] | None = None,
+) -> list[str] | str:
+    """The drifted fields of one owned object (core.drift, as `plan` uses it), or why they are unknown.
+    `seen(profile, live)` is given each profile read (for its hand edits)."""
     kind, name = split_key(key)
     entry = inventory.objects.get(key, {})
     applied = entry.get("applied", {})
@@ -139,6 +154,8 @@ def object_drift(inventory: Inventory, key: str, view: GatewayView | None, reads
         return "missing"
     if live.errors:
         return "unreadable: " + "; ".join(live.errors)
+    if seen is not None:
+        seen(profile, live)
     return drift.profile_drift(applied, live, inventory)
 
 
@@ -165,11 +182,34 @@ def _status_text(root: Path, reports: list[dict[str, Any]], *, color: bool) -> s
         unknown = f"; {r['unknown']} object(s) could not be checked (see above)" if r.get("unknown") else ""
         in_sync = "" if r["drifted"] or unknown else " (in sync)"
         lines.append(f"  drift: {r['drifted']} object(s) differ from the last apply{in_sync}{unknown}")
+        lines += _hand_edits_text(r, p)
         if "pending" in r:
             lines.append(f"  manifests: {'changes pending' if r['pending']['changes_pending'] else 'no changes pending'}")
         if "health" in r:
             lines += _health_text(r["health"], p)
     return "\n".join(lines) + "\n"
+
+
+def _hand_edits_text(r: dict[str, Any], p: reporting.Palette) -> list[str]:
+    """Keys the fleet does not manage, edited since the apply that last wrote their file: never drift."""
+    edits = r.get("hand_edits") or []
+    lines = []
+    if edits:
+        lines.append(f"  edited by hand: {len(edits)} file(s), in keys this fleet does not manage (not drift, never corrected):")
+        lines += [p.dim(f"    {handedits.text_line(e)}") for e in edits[:SHOWN_EDITED_FILES]]
+        if len(edits) > SHOWN_EDITED_FILES:
+            lines.append(p.dim(f"    ... and {len(edits) - SHOWN_EDITED_FILES:,} more file(s) (-o json lists all)"))
+    if r.get("hand_edits_unknown"):
+        lines.append(
+            p.yellow(
+                f"  edited by hand: unknown, the baseline is unusable ({r['hand_edits_unknown']}); "
+                "the next apply records it afresh"
+            )
+        )
+    return lines
+
+
+SHOWN_EDITED_FILES = 20
 
 
 def _health_text(h: dict[str, Any], p: reporting.Palette) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.integration.helpers import apply, plan, write_fleet
+from tests.integration.helpers import Run, apply, plan, write_fleet
 
 
 def team(**alpha: object) -> list[dict[str, object]]:
@@ -70,3 +70,44 @@ def test_loop_risks_in_rooms_and_routines(home: Path, manifests: Path) -> None:
     data = plan(manifest, home, "-o", "json", "--gateway", "ws://127.0.0.1:9/none").json()
     risks = {(r["kind"], r["subject"], r["severity"]) for r in data["insights"]["loop_risks"]}
     assert risks == {("room", "Team", "high"), ("routines", "alpha, beta", "high")}
+
+
+def fleet_of(manifests: Path, toolsets: dict[str, list[str]], **alpha: object) -> Path:
+    bots: list[dict[str, object]] = [{"name": n, "toolsets": t} for n, t in toolsets.items()]
+    bots[0].update(alpha)
+    return write_fleet(manifests, bots)
+
+
+def denied_lines(run: Run) -> list[str]:
+    return [line for line in run.err.splitlines() if line.startswith("hermes-fleet: widening denied: ")]
+
+
+def test_deny_widening_says_one_line_per_kind(home: Path, manifests: Path) -> None:
+    names = [f"b{i}" for i in range(6)]
+    assert apply(fleet_of(manifests, {n: ["web"] for n in names}), home).code == 0
+    widened = fleet_of(manifests, {n: ["web", "terminal"] for n in names}, config={"approvals": {"mode": "off"}})
+    run = plan(widened, home, "--deny-widening")
+    assert run.code == 5, run.text
+    assert denied_lines(run) == [
+        "hermes-fleet: widening denied: toolsets: +terminal on every platform, for 6 bots: b0, b1, b2 and 3 more",
+        "hermes-fleet: widening denied: bot/b0 approvals: smart -> off",
+    ]
+    detail = plan(widened, home, "--deny-widening", "--detail")
+    assert detail.code == 5 and len(denied_lines(detail)) == 7
+    assert "hermes-fleet: widening denied: bot/b5 toolsets: +terminal on every platform" in detail.err
+    data = plan(widened, home, "--deny-widening", "-o", "json")
+    assert data.code == 5 and data.json()["insights"]["widening"] == 7  # JSON stays complete
+    assert len(denied_lines(data)) == 2
+
+
+def test_deny_widening_names_ten_kinds_then_counts(home: Path, manifests: Path) -> None:
+    extra = ["terminal", "browser", "code_execution", "cronjob", "delegation", "file", "image_gen", "memory", "skills", "todo"]
+    extra += ["tts", "vision"]
+    assert apply(fleet_of(manifests, {f"b{i}": ["web"] for i in range(12)}), home).code == 0
+    run = plan(fleet_of(manifests, {f"b{i}": ["web", t] for i, t in enumerate(extra)}), home, "--deny-widening")
+    lines = denied_lines(run)
+    assert run.code == 5 and len(lines) == 11, run.err
+    assert lines[-1] == (
+        "hermes-fleet: widening denied: ... and 2 more kind(s) of widening, on 2 bot(s) (--detail lists every change; "
+        "-o json has them all)"
+    )

@@ -58,13 +58,11 @@ def test_every_reason_code_is_documented() -> None:
 
 
 def _effect_rows() -> list[list[str]]:
-    text = (REPO / "docs" / "manifest.md").read_text(encoding="utf-8")
-    section = text.split("\n## Effect\n", 1)[1].split("\n## ", 1)[0]
-    return [
-        [c.strip() for c in line.strip("|").split("|")]
-        for line in section.splitlines()
-        if line.startswith("| ") and "---" not in line
-    ][1:]
+    """The Effect table's rows, parsed as scripts/gen_docs.py parses them for the README."""
+    from tests.unit.test_readme_hermes_table import generator
+
+    rows: list[list[str]] = generator().effect_rows((REPO / "docs" / "manifest.md").read_text(encoding="utf-8"))
+    return rows
 
 
 def test_the_effect_table_covers_every_field_and_names_tests_that_exist() -> None:

@@ -4,7 +4,8 @@ The Desktop tags every live profile of the home by its name, title and display n
 tag two profiles share to nobody (docs/hermes/bot-mode.md#mentions). Validation sees only the
 manifests; here the plan compares each bot's tags with the home's other profiles: a collision this
 plan would introduce (a new or adopted bot, a changed title or display name) is a conflict; one
-already there is a warning note.
+already there is a warning note. With a selection, only its bots are judged, against everything
+else as it stays: its deletions alone free a tag, and a declared bot outside it keeps its live tags.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
+from controller.core.selection import Scope, in_scope
 from controller.core.types import Action, Inputs, Kind, ObjectChange, Reason
 from controller.hermes import naming
 from controller.manifests.desired import DesiredBot
@@ -21,16 +23,16 @@ _NEW_PROFILE = (Action.CREATE, Action.ADOPT, Action.RENAME)
 _SETTLED = (Action.CONFLICT, Action.ERROR)
 
 
-def guard(inputs: Inputs, changes: list[ObjectChange]) -> tuple[list[ObjectChange], list[str]]:
-    """`changes` with each bot whose new tag collides with another profile's made a conflict, and
-    notes for the collisions already live."""
-    index = _other_tags(inputs, changes)
+def guard(inputs: Inputs, changes: list[ObjectChange], scope: Scope = None) -> tuple[list[ObjectChange], list[str]]:
+    """`changes` with each bot (within `scope`) whose new tag collides with another profile's made a
+    conflict, and notes for the collisions already live."""
+    index = _other_tags(inputs, changes, scope)
     if not index:
         return changes, []
     out: list[ObjectChange] = []
     notes: list[str] = []
     for change in changes:
-        bot = inputs.state.bots.get(change.name) if change.kind is Kind.BOT else None
+        bot = inputs.state.bots.get(change.name) if change.kind is Kind.BOT and in_scope(change, scope) else None
         if bot is None or change.action in _SETTLED:
             out.append(change)
             continue
@@ -45,12 +47,14 @@ def guard(inputs: Inputs, changes: list[ObjectChange]) -> tuple[list[ObjectChang
     return out, notes
 
 
-def _other_tags(inputs: Inputs, changes: list[ObjectChange]) -> dict[str, list[tuple[str, str]]]:
-    """tag -> [(profile, field)] over the live profiles that are not declared and stay after this plan."""
-    gone = {c.name for c in changes if c.kind is Kind.BOT and c.action is Action.DELETE}
+def _other_tags(inputs: Inputs, changes: list[ObjectChange], scope: Scope) -> dict[str, list[tuple[str, str]]]:
+    """tag -> [(profile, field)] over the live profiles this plan leaves as they are and in place:
+    not declared (or outside the selection), and not deleted by it."""
+    gone = {c.name for c in changes if c.kind is Kind.BOT and c.action is Action.DELETE and in_scope(c, scope)}
+    planned = inputs.state.bots.keys() if scope is None else scope
     names: dict[str, tuple[str | None, str | None]] = dict(inputs.observed.others)
     for name, live in inputs.observed.live.items():
-        if live.exists and name not in inputs.state.bots and name not in gone:
+        if live.exists and name not in planned and name not in gone:
             title = (live.meta or {}).get("title")
             names[name] = (title if isinstance(title, str) else None, live.display_name)
     index: dict[str, list[tuple[str, str]]] = defaultdict(list)
