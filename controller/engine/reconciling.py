@@ -195,7 +195,7 @@ def _apply_once(
         parsecache.save(root)
         handedits.record(
             root,
-            planned.inputs.inventory,
+            (results.ledger or Ledger(planned.inputs.inventory)).inventory(),  # what this apply recorded
             handedits.written_profiles(o.change for o in results.done),
             lambda name: observing.observe_profile(root, name, with_bot_chat=False),
         )
