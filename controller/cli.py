@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from controller import __version__, redact
-from controller.errors import ControllerError, ExitCode, Terminated
+from controller.errors import ArgumentError, ControllerError, ExitCode, Terminated
 
 OUTPUTS_VALIDATE = ("text", "json", "github", "junit")
 OUTPUTS_PLAN = ("text", "json")
@@ -41,14 +41,6 @@ JSON_KINDS = {
 EPILOG = """exit codes: 0 success / no changes, 1 operation failed, 2 bad input (invalid manifest or
 arguments), 3 conflict (object not owned by this fleet, or another apply holds the lock),
 4 changes pending (plan --detailed-exitcode), 5 widening denied (plan --deny-widening). Docs: docs/cli.md"""
-
-
-class ArgumentError(Exception):
-    """argparse refused the command line (exit 2); `main` reports it, as JSON too under -o json."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class Parser(argparse.ArgumentParser):

@@ -28,7 +28,7 @@ from typing import Any
 
 from controller import bounded
 from controller.adapters import home, homebounds
-from controller.errors import ChangedUnderUs, ConflictError, ContainmentError, HermesStateError
+from controller.errors import ChangedUnderUs, ConflictError, ContainmentError, HermesStateError, NotRegular
 from controller.hermes import DEFAULT_PROFILE
 
 # The largest file of the home we read (config.yaml, .env, profile.yaml, SOUL.md, jobs.json, an
@@ -521,7 +521,7 @@ def _atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int, expec
     with pinned(path) as (folder_fd, path, st):
         name = path.name
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise bounded.NotRegular(path, bounded.kind_of(st.st_mode))
+            raise NotRegular(path, bounded.kind_of(st.st_mode))
         final_mode = stat.S_IMODE(st.st_mode) if st else mode
         if private:
             final_mode &= ~0o007

@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from controller.errors import ControllerError
+from controller.errors import (
+    GatewayAuthError,
+    GatewayError,
+    GatewayIncompatible,
+    GatewayOutcomeUnknown,
+    GatewayRefused,
+    GatewayUnavailable,
+)
 from controller.redact import redact_text, redact_url
 
 SUBPROTOCOL = "hermes-gateway-v1"
@@ -47,50 +54,7 @@ MAX_FRAME = 8 * 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 
 
-# --- errors: one hierarchy, one mapping -----------------------------------------------------------
-
-
-class GatewayError(ControllerError):
-    """A gateway call failed. `outcome` tells what is known about its effect."""
-
-    outcome = "transient"
-
-    def __init__(self, message: str, *, hint: str | None = None, reason: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.reason = reason
-
-
-class GatewayUnavailable(GatewayError):
-    """Transient: no gateway answered (absent, starting, refused, timed out, 5xx); nothing happened."""
-
-    outcome = "transient"
-
-
-class GatewayRefused(GatewayError):
-    """Permanent: the gateway answered with an error; the request had no effect."""
-
-    outcome = "permanent"
-
-    def __init__(
-        self, message: str, *, code: int = 0, reason: str | None = None, method: str = "", hint: str | None = None
-    ) -> None:
-        super().__init__(message, hint=hint, reason=reason)
-        self.code = code
-        self.method = method
-
-
-class GatewayAuthError(GatewayRefused):
-    """Permanent: the credential was refused (HTTP 401/403 at the WebSocket handshake)."""
-
-
-class GatewayIncompatible(GatewayRefused):
-    """Permanent: this gateway cannot do what is asked (too old, wrong protocol, method missing)."""
-
-
-class GatewayOutcomeUnknown(GatewayError):
-    """A write was sent and no reply came back: it may or may not have happened. Never retried blindly."""
-
-    outcome = "unknown"
+# --- errors: one mapping (the classes are in controller.errors) -----------------------------------
 
 
 def classify(exc: BaseException, *, method: str = "", sent: bool = False, secrets: tuple[str, ...] = ()) -> GatewayError:

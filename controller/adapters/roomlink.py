@@ -20,21 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from controller.errors import ControllerError
+from controller.errors import RoomLinkError
 from controller.hermes.urls import clear_text_allowed
 
 DEFAULT_TIMEOUT = 10.0
-
-
-class RoomLinkError(ControllerError):
-    """Another machine's gateway could not issue (or revoke) a seat's grant; the message says which and why.
-
-    `transient`: the machine could not be reached (try again later), rather than a refusal.
-    """
-
-    def __init__(self, message: str, *, hint: str | None = None, transient: bool = False) -> None:
-        super().__init__(message, hint=hint)
-        self.transient = transient
 
 
 @dataclass(frozen=True)

@@ -256,6 +256,7 @@ class GatewayView:
     """What the gateway said about rooms (read-only), or why it could not be asked."""
 
     error: str = ""  # non-empty: every room is pending with this reason
+    error_code: Reason = Reason.GATEWAY_PENDING  # with `error`: not asked (pending), or cannot own rooms (unsupported)
     origin: str = ""
     capabilities: Mapping[str, Any] = field(default_factory=dict)
     rooms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # room_id -> room (disbanded too)

@@ -16,13 +16,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.adapters import webhooks
+from controller.codes import WatchResult as R
 from controller.core import health
 from controller.errors import ControllerError
 from controller.manifests import references
 from controller.manifests.desired import DesiredState
 
-BAD = ("drift", "partial", "conflict", "stalled", "source-error", "interrupted")
-FAILED = ("partial", "conflict")
+BAD = (R.DRIFT, R.PARTIAL, R.CONFLICT, R.STALLED, R.SOURCE_ERROR, R.INTERRUPTED)
+FAILED = (R.PARTIAL, R.CONFLICT)
 
 
 def targets(state: DesiredState) -> tuple[list[webhooks.Target], list[str]]:
@@ -68,7 +69,7 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
     prev_result = previous.result if previous is not None else None
     out: list[webhooks.Event] = []
     revision = {"revision": run.revision, "trigger": run.trigger}
-    if run.result == "drift" and (prev_result != "drift" or sorted(previous.drift) != sorted(run.drift)):
+    if run.result == R.DRIFT and (prev_result != R.DRIFT or sorted(previous.drift) != sorted(run.drift)):
         out.append(
             event(
                 "drift",
@@ -95,10 +96,10 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
                 **revision,
             )
         )
-    elif run.result == "stalled" and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
+    elif run.result == R.STALLED and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
         if run.message != "still waiting for the source to change":
             out.append(event("stalled", "error", fleet, run.message, home, where, **revision))
-    elif run.result in ("applied", "in-sync") and prev_result in BAD:
+    elif run.result in (R.APPLIED, R.IN_SYNC) and prev_result in BAD:
         out.append(
             event(
                 "recovered",
@@ -148,7 +149,7 @@ def apply_events(
     where = host_name(host)
     out = []
     if conflict:
-        out.append(event("apply-failed", "error", fleet, conflict, home, where, result="conflict"))
+        out.append(event("apply-failed", "error", fleet, conflict, home, where, result=R.CONFLICT))
     elif failed:
         out.append(
             event(
@@ -158,7 +159,7 @@ def apply_events(
                 f"{len(failed)} object(s) failed: {'; '.join(failed[:5])}",
                 home,
                 where,
-                result="partial",
+                result=R.PARTIAL,
             )
         )
     if pruned:

@@ -32,6 +32,7 @@ from controller import bounded
 from controller.adapters import fsio, homebounds, locking, webhooks
 from controller.adapters.home import check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_editor_temp
+from controller.codes import HealthCode, WatchResult
 from controller.core import health as health_core
 from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
 from controller.core.types import Options as PlanOptions
@@ -72,11 +73,11 @@ class Options:
     pass_deadline: float = 600.0  # a pass running longer makes /healthz unhealthy (docs/watch.md)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run:
     at: str
     trigger: str
-    result: str  # applied | in-sync | drift | partial | stalled | conflict | source-error | interrupted
+    result: WatchResult
     revision: str = ""
     digest: str = ""
     changed: int = 0
@@ -88,7 +89,7 @@ class Run:
 
     @property
     def transient(self) -> bool:
-        return self.result in ("partial", "source-error", "busy")
+        return self.result.transient
 
 
 class Log:
@@ -135,7 +136,7 @@ class ProgressLog:
         self.log.event("apply_progress", done=done, total=total, object=current)
 
 
-RESULTS = ("applied", "in-sync", "drift", "partial", "stalled", "conflict", "source-error", "busy", "interrupted")
+RESULTS = tuple(WatchResult)
 
 
 class Metrics:
@@ -176,9 +177,9 @@ class Metrics:
             self.last_run_at = time.time()
             self.drifted = len(run.drift)
             self.drift = frozenset(run.drift)
-            self.stalled = 1 if run.result in ("stalled", "conflict") else 0
+            self.stalled = 1 if run.result in (WatchResult.STALLED, WatchResult.CONFLICT) else 0
             self.failures = failures
-            if run.result in ("applied", "in-sync", "drift"):
+            if run.result.settled:
                 self.last_success = time.time()
             if good_revision:
                 self.revision = good_revision
@@ -297,7 +298,7 @@ class Reconciler:
             self.log.event("internal_error", error=f"{type(exc).__name__}: {exc}", hint="please report it; retrying")
             traceback.print_exc(file=sys.stderr)
             now = datetime.now(UTC).isoformat(timespec="seconds")
-            run = Run(now, trigger, "partial", message=f"internal error: {type(exc).__name__}: {exc}")
+            run = Run(at=now, trigger=trigger, result=WatchResult.PARTIAL, message=f"internal error: {type(exc).__name__}: {exc}")
         finally:
             self.pass_started = None
         run.seconds = round(time.monotonic() - started, 4)
@@ -323,7 +324,7 @@ class Reconciler:
             return
         events = notifying.run_events(self.seen_run, run, self.fleet, str(self.root), self.metrics.host)
         self.seen_run = run
-        if self.options.health and run.result not in ("source-error",):
+        if self.options.health and run.result is not WatchResult.SOURCE_ERROR:
             try:
                 checked = health.check(self.root, self.fleet)
             except (ControllerError, OSError) as exc:
@@ -353,23 +354,41 @@ class Reconciler:
         try:
             snap = self._snapshot()
         except SourceError as exc:
-            failed = "interrupted" if self.stop.is_set() else "source-error" if exc.transient else "stalled"
-            return Run(now, trigger, failed, message=str(exc))
+            failed = (
+                WatchResult.INTERRUPTED
+                if self.stop.is_set()
+                else WatchResult.SOURCE_ERROR
+                if exc.transient
+                else WatchResult.STALLED
+            )
+            return Run(at=now, trigger=trigger, result=failed, message=str(exc))
         if snap.revision == self.stalled_revision:
-            return Run(now, trigger, "stalled", snap.revision, message="still waiting for the source to change")
+            return Run(
+                at=now,
+                trigger=trigger,
+                result=WatchResult.STALLED,
+                revision=snap.revision,
+                message="still waiting for the source to change",
+            )
         try:
             result = reading.load_paths(snap.paths, recursive=snap.recursive, fleet=self.options.fleet, skip=self.root)
         except ControllerError as exc:  # e.g. the folder no longer holds any manifest: stall, do not crash
             self.stalled_revision = snap.revision
-            return Run(now, trigger, "stalled", snap.revision, message=f"cannot read the manifests: {exc}")
+            return Run(
+                at=now,
+                trigger=trigger,
+                result=WatchResult.STALLED,
+                revision=snap.revision,
+                message=f"cannot read the manifests: {exc}",
+            )
         if result.errors or result.state is None:
             self.stalled_revision = snap.revision
             first = "; ".join(d.render() for d in result.errors[:3]) or "no manifest documents"
             return Run(
-                now,
-                trigger,
-                "stalled",
-                snap.revision,
+                at=now,
+                trigger=trigger,
+                result=WatchResult.STALLED,
+                revision=snap.revision,
                 message=f"invalid manifests, nothing applied ({len(result.errors)} error(s)): {first}",
             )
         state = desired.for_host(result.state, reading.selected_host(self.options.host, result.state))
@@ -379,14 +398,25 @@ class Reconciler:
         try:
             run = self._converge(now, trigger, snap, state, result)
         except LockHeld as exc:
-            return Run(now, trigger, "busy", snap.revision, state.digest, message=str(exc))
+            return Run(
+                at=now, trigger=trigger, result=WatchResult.BUSY, revision=snap.revision, digest=state.digest, message=str(exc)
+            )
         except ConflictError as exc:
             self.stalled_revision = snap.revision
-            return Run(now, trigger, "conflict", snap.revision, state.digest, message=str(exc))
+            return Run(
+                at=now,
+                trigger=trigger,
+                result=WatchResult.CONFLICT,
+                revision=snap.revision,
+                digest=state.digest,
+                message=str(exc),
+            )
         except ControllerError as exc:
-            return Run(now, trigger, "partial", snap.revision, state.digest, message=str(exc))
+            return Run(
+                at=now, trigger=trigger, result=WatchResult.PARTIAL, revision=snap.revision, digest=state.digest, message=str(exc)
+            )
         self.stalled_revision = None
-        if run.result in ("applied", "in-sync", "drift"):
+        if run.result.settled:
             self.last_good_revision = snap.revision
             if isinstance(self.source, GitSource):
                 self.source.last_good = snap.revision
@@ -421,20 +451,27 @@ class Reconciler:
             if unsettled is not None:
                 failed = len(planned.plan.errors)
                 return Run(
-                    now, trigger, unsettled, snap.revision, state.digest, failed=failed, drift=drift, message=_causes(planned)
+                    at=now,
+                    trigger=trigger,
+                    result=unsettled,
+                    revision=snap.revision,
+                    digest=state.digest,
+                    failed=failed,
+                    drift=drift,
+                    message=_causes(planned),
                 )
             if drift:
                 self.log.event("drift_detected", objects=drift, hint="apply, or run watch with --self-heal")
                 return Run(
-                    now,
-                    trigger,
-                    "drift",
-                    snap.revision,
-                    state.digest,
+                    at=now,
+                    trigger=trigger,
+                    result=WatchResult.DRIFT,
+                    revision=snap.revision,
+                    digest=state.digest,
                     drift=drift,
                     message=f"{len(drift)} object(s) differ from the manifests (reported, not corrected)",
                 )
-            return Run(now, trigger, "in-sync", snap.revision, state.digest)
+            return Run(at=now, trigger=trigger, result=WatchResult.IN_SYNC, revision=snap.revision, digest=state.digest)
         planned, results = reconciling.apply_once(
             self.root,
             state,
@@ -459,29 +496,37 @@ class Reconciler:
         pruned = [o.change.key for o in results.done if o.change.action is Action.DELETE]
         if results.abandoned:
             return Run(
-                now,
-                trigger,
-                "interrupted",
-                snap.revision,
-                state.digest,
-                len(results.done),
-                failed,
+                at=now,
+                trigger=trigger,
+                result=WatchResult.INTERRUPTED,
+                revision=snap.revision,
+                digest=state.digest,
+                changed=len(results.done),
+                failed=failed,
                 message="stopped between two objects on request; the next run finishes the job",
             )
         if failed:
             return Run(
-                now,
-                trigger,
-                "partial",
-                snap.revision,
-                state.digest,
-                len(results.done),
-                failed,
+                at=now,
+                trigger=trigger,
+                result=WatchResult.PARTIAL,
+                revision=snap.revision,
+                digest=state.digest,
+                changed=len(results.done),
+                failed=failed,
                 message=_causes(planned, [f"{o.change.key}: {o.error}" for o in results.failed]),
                 pruned=pruned,
             )
-        result = "applied" if results.outcomes else "in-sync"
-        return Run(now, trigger, result, snap.revision, state.digest, len(results.done), pruned=pruned)
+        result = WatchResult.APPLIED if results.outcomes else WatchResult.IN_SYNC
+        return Run(
+            at=now,
+            trigger=trigger,
+            result=result,
+            revision=snap.revision,
+            digest=state.digest,
+            changed=len(results.done),
+            pruned=pruned,
+        )
 
     # --- status file ------------------------------------------------------------------------------
 
@@ -523,7 +568,7 @@ class Reconciler:
     # --- the loop --------------------------------------------------------------------------------
 
     def delay_after(self, run: Run) -> float:
-        if run.transient or run.result == "busy":
+        if run.transient:
             self.failures += 1
             self.metrics.failures = self.failures
             return min(self.options.interval, self.options.retry_min * 2 ** (self.failures - 1))
@@ -621,15 +666,7 @@ def reconciler_lock(root: Path) -> Iterator[None]:
         os.close(fd)
 
 
-HEALTH_CODES = (
-    "routine-failed",
-    "routine-delivery-failed",
-    "gateway-down",
-    "ticker-stalled",
-    "ticker-failing",
-    "credentials-missing",
-    "mcp-unavailable",
-)
+HEALTH_CODES = tuple(HealthCode)
 
 
 def _health_families(checked: health_core.Health, names: list[str], base: list[str]) -> Iterator[Any]:
@@ -651,8 +688,8 @@ def _health_families(checked: health_core.Health, names: list[str], base: list[s
     for code in HEALTH_CODES:
         findings.add_metric([*base, code], counts.get(code, 0))
     yield findings
-    failing = {f.subject for f in checked.findings if f.code == "routine-failed"}
-    missing = {f.subject for f in checked.findings if f.code == "credentials-missing"}
+    failing = {f.subject for f in checked.findings if f.code is HealthCode.ROUTINE_FAILED}
+    missing = {f.subject for f in checked.findings if f.code is HealthCode.CREDENTIALS_MISSING}
     yield per_bot(
         "hermes_fleet_gateway_up", "1 when a gateway runs for the bot.", [(b.bot, int(b.gateway.running)) for b in checked.bots]
     )
@@ -673,14 +710,14 @@ def _health_families(checked: health_core.Health, names: list[str], base: list[s
     )
 
 
-def _unsettled(planned: reconciling.Planned) -> str | None:
+def _unsettled(planned: reconciling.Planned) -> WatchResult | None:
     """The result of a report-only pass whose plan holds what apply would refuse or fail on: an
     object it could not check (a room while the gateway is unreachable: partial, retried) or a
     conflict (another owner took a bot); None when the plan says what the home is."""
     if planned.plan.errors:
-        return "partial"
+        return WatchResult.PARTIAL
     if planned.plan.conflicts:
-        return "conflict"
+        return WatchResult.CONFLICT
     return None
 
 
@@ -751,13 +788,15 @@ def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
     """Carry over a restart what the webhooks last heard (no repeated alert) and the last good
     revision (so a force-push made meanwhile is still caught)."""
     notified = (previous or {}).get("notified")
-    if isinstance(notified, dict) and isinstance(notified.get("result"), str):
+    if isinstance(notified, dict) and notified.get("result") in RESULTS:
         drift = [str(d) for d in notified.get("drift") or []]
-        reconciler.seen_run = Run("", "", notified["result"], message=str(notified.get("message") or ""), drift=drift)
+        reconciler.seen_run = Run(
+            at="", trigger="", result=WatchResult(notified["result"]), message=str(notified.get("message") or ""), drift=drift
+        )
         reconciler.seen_findings = tuple(
-            health_core.Finding(str(f.get("code")), str(f.get("severity")), str(f.get("object")), str(f.get("message")))
+            health_core.Finding(HealthCode(f["code"]), str(f.get("severity")), str(f.get("object")), str(f.get("message")))
             for f in notified.get("findings") or []
-            if isinstance(f, dict)
+            if isinstance(f, dict) and f.get("code") in HEALTH_CODES
         )
     if not previous or previous.get("source") != source_label(reconciler.source):
         return
@@ -846,7 +885,7 @@ def start_health(port: int, reconciler: Reconciler, log: Log, *, bind: str = "12
             elif self.path == "/healthz":
                 last = reconciler.runs[-1].result if reconciler.runs else "starting"
                 late = overrun(reconciler)
-                healthy = last not in ("stalled", "conflict") and reconciler.failures < 5 and late is None
+                healthy = last not in (WatchResult.STALLED, WatchResult.CONFLICT) and reconciler.failures < 5 and late is None
                 report: dict[str, object] = {"status": "ok" if healthy else "unhealthy", "last_result": last}
                 if late is not None:
                     report["overrun_seconds"] = round(late, 1)

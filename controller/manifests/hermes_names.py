@@ -15,6 +15,7 @@ import functools
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from controller.diagnostics import DiagnosticCode
 from controller.hermes import config_keys, vocabulary
 from controller.manifests.models import Bot, BotDefaults, Routine
 
@@ -28,8 +29,8 @@ Where = tuple[Any, tuple[object, ...]]
 class Report(Protocol):
     items: list[Any]
 
-    def error(self, where: Where, message: str, hint: str = "", code: str = "invalid") -> None: ...
-    def warning(self, where: Where, message: str, hint: str = "", code: str = "warning") -> None: ...
+    def error(self, where: Where, message: str, hint: str = "", code: DiagnosticCode = "invalid") -> None: ...
+    def warning(self, where: Where, message: str, hint: str = "", code: DiagnosticCode = "warning") -> None: ...
 
 
 class Item(Protocol):

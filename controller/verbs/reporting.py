@@ -605,7 +605,7 @@ def _outcome_line(o: Outcome, p: Palette, every: bool) -> str:
         n = len(o.change.fields)
         detail = f" ({n} field(s))" if n and o.change.action.value != "delete" else ""
         return p.green(f"{label}: {done_word(o.change)}") + detail + sent
-    if o.error.startswith("pending:"):  # nothing answered, or a seat waits: the next run tries again
+    if o.pending:  # nothing answered, or a seat waits: the next run tries again
         return p.yellow(f"{label}: {o.error}") + sent
     return p.red(f"{label}: failed") + f": {o.error}" + sent
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,7 +57,7 @@ def plan_rooms(inputs: Inputs, bot_actions: Mapping[str, Action]) -> tuple[list[
     if view is None and not needed(state, inputs.inventory):
         return changes, notes
     view = view or GatewayView(error="pending: gateway not consulted")
-    problem = view.error or capability_problem(view)
+    problem = gateway_problem(view)
     sources = {r.renamed_from: r.name for r in state.rooms.values() if r.renamed_from}
     for room in state.rooms.values():
         changes.append(plan_room(inputs, room, bot_actions, view, problem))
@@ -90,10 +91,24 @@ def _err(name: str, code: Reason, reason: str, ref: str = "") -> ObjectChange:
     return ObjectChange(Kind.ROOM, name, Action.ERROR, code, reason, ref=ref)
 
 
-def _pending(name: str, problem: str, ref: str = "") -> ObjectChange:
-    reason = problem if problem.startswith(("pending", "gateway too old")) else f"pending: {problem}"
-    code = Reason.GATEWAY_PENDING if problem.startswith("pending") else Reason.GATEWAY_UNSUPPORTED
-    return _err(name, code, reason, ref)
+@dataclass(frozen=True)
+class Blocked:
+    """Why no room can be planned against this gateway: its code and the reason shown."""
+
+    code: Reason  # GATEWAY_PENDING (it could not be asked) or GATEWAY_UNSUPPORTED (it cannot own rooms)
+    reason: str
+
+
+def gateway_problem(view: GatewayView) -> Blocked | None:
+    """What keeps every room from being planned: the gateway could not be asked, or cannot own rooms."""
+    if view.error:
+        return Blocked(view.error_code, view.error)
+    missing = capability_problem(view)
+    return Blocked(Reason.GATEWAY_UNSUPPORTED, f"pending: {missing}") if missing else None
+
+
+def _pending(name: str, problem: Blocked, ref: str = "") -> ObjectChange:
+    return _err(name, problem.code, problem.reason, ref)
 
 
 def _no_driver(view: GatewayView, name: str, what: str, ref: str = "") -> ObjectChange:
@@ -146,7 +161,9 @@ def _peer_problem(inputs: Inputs, room: Room, view: GatewayView) -> ObjectChange
     return None
 
 
-def plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], view: GatewayView, problem: str) -> ObjectChange:
+def plan_room(
+    inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], view: GatewayView, problem: Blocked | None
+) -> ObjectChange:
     """One room of the manifests against the gateway (also used to re-plan a room mid-apply)."""
     fleet = inputs.state.fleet
     name = room.name
@@ -429,7 +446,7 @@ def replan(inputs: Inputs, room: Room, fresh: Mapping[str, Any]) -> ObjectChange
     because the room's revision changed under us). Pure: the read comes in as a value."""
     view = inputs.observed.rooms or GatewayView()
     view = dataclasses.replace(view, rooms={**view.rooms, str(fresh.get("room_id")): fresh})
-    return plan_room(inputs, room, {}, view, view.error or capability_problem(view))
+    return plan_room(inputs, room, {}, view, gateway_problem(view))
 
 
 SEAT_FIXES = {
@@ -445,7 +462,7 @@ SEAT_FIXES = {
 }
 
 
-def _plan_seat(seat: Seat, bot_actions: Mapping[str, Action], view: GatewayView, problem: str) -> ObjectChange:
+def _plan_seat(seat: Seat, bot_actions: Mapping[str, Action], view: GatewayView, problem: Blocked | None) -> ObjectChange:
     """This machine's half of a seat: its gateway must be able to serve the bot over RoomLink."""
     where = f"bot/{seat.bot} is a member ({seat.peer}/{seat.bot}) of room {seat.room!r}, which the gateway of " + (
         f"host {seat.room_host!r}" if seat.room_host else "another machine"
@@ -489,7 +506,7 @@ def _plan_seat(seat: Seat, bot_actions: Mapping[str, Action], view: GatewayView,
     )
 
 
-def _plan_orphan(inputs: Inputs, name: str, view: GatewayView, problem: str) -> ObjectChange:
+def _plan_orphan(inputs: Inputs, name: str, view: GatewayView, problem: Blocked | None) -> ObjectChange:
     entry = inputs.inventory.objects[room_key(name)]
     room_id = str(entry.get("room_id") or "")
     applied = entry.get("applied", {})

@@ -4,6 +4,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from controller.codes import HealthCode
 from controller.manifests.models.base import ConfigMap, Name64, NonEmpty, SecretRef, Strict, TrimmedName64
 from controller.manifests.models.bots import Bot, BotDefaults, Checkpoints
 
@@ -123,13 +124,7 @@ NOTIFICATION_EVENTS = (
     "stalled",
     "recovered",
     "pruned",
-    "routine-failed",
-    "routine-delivery-failed",
-    "gateway-down",
-    "ticker-stalled",
-    "ticker-failing",
-    "credentials-missing",
-    "mcp-unavailable",
+    *(code.value for code in HealthCode),  # a finding appeared (core.health)
     "health-recovered",
 )
 

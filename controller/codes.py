@@ -1,0 +1,48 @@
+"""The stable words hermes-fleet writes for machines: watch results and health codes.
+
+Each is a StrEnum, so a value compares and serialises as the word itself (the status file, the log,
+metrics labels and webhook events keep their text) while a misspelt one is a type error. Codes that
+belong to one value type live beside it instead: `core.types.Reason` (why a plan changes an
+object), `core.types.RunResult` (an apply in the history), `diagnostics.DiagnosticCode`,
+`errors.GatewayOutcome` (what a failed gateway call did).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class WatchResult(StrEnum):
+    """How one reconciler pass ended (docs/watch.md, "Results")."""
+
+    APPLIED = "applied"  # changes were applied
+    IN_SYNC = "in-sync"  # nothing to do
+    DRIFT = "drift"  # the home differs and the reconciler only reports (no --self-heal)
+    PARTIAL = "partial"  # some objects failed, or could not be checked; retried with backoff
+    STALLED = "stalled"  # invalid manifests: waits for the source to change
+    CONFLICT = "conflict"  # an object is owned by another fleet: waits for the source to change
+    SOURCE_ERROR = "source-error"  # the source could not be read (git fetch, a file); retried
+    BUSY = "busy"  # another apply held the lock; retried
+    INTERRUPTED = "interrupted"  # stopped between two objects on request; the next pass finishes
+
+    @property
+    def settled(self) -> bool:
+        """The home is what the manifests say, or the difference is known and reported."""
+        return self in (WatchResult.APPLIED, WatchResult.IN_SYNC, WatchResult.DRIFT)
+
+    @property
+    def transient(self) -> bool:
+        """Retried soon, with backoff, without waiting for the source to change."""
+        return self in (WatchResult.PARTIAL, WatchResult.SOURCE_ERROR, WatchResult.BUSY)
+
+
+class HealthCode(StrEnum):
+    """A runtime health finding (core.health; docs/watch.md, "Runtime health")."""
+
+    ROUTINE_FAILED = "routine-failed"
+    ROUTINE_DELIVERY_FAILED = "routine-delivery-failed"
+    GATEWAY_DOWN = "gateway-down"
+    TICKER_STALLED = "ticker-stalled"
+    TICKER_FAILING = "ticker-failing"
+    CREDENTIALS_MISSING = "credentials-missing"
+    MCP_UNAVAILABLE = "mcp-unavailable"
