@@ -593,7 +593,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArgumentError as exc:
         verb = _json_verb_in(argv)
         if verb is not None:
-            _print_json_error(JSON_KINDS[verb], "UsageError", ExitCode.BAD_INPUT, exc.message, "see --help")
+            _print_json_error(
+                JSON_KINDS[verb], error_type="UsageError", exit_code=ExitCode.BAD_INPUT, message=exc.message, hint="see --help"
+            )
         return int(ExitCode.BAD_INPUT)
     except SystemExit as exc:  # argparse: 0 for --help and --version
         return int(exc.code or 0)
@@ -638,7 +640,15 @@ def _run(args: argparse.Namespace) -> int:
         _report_error(exc, args)
         if _json_pending(args):
             diagnostics = getattr(exc, "diagnostics", None) or []
-            _print_json_error(_json_kind(args), type(exc).__name__, exc.exit_code, exc.message, exc.hint or "", diagnostics, args)
+            _print_json_error(
+                _json_kind(args),
+                error_type=type(exc).__name__,
+                exit_code=exc.exit_code,
+                message=exc.message,
+                hint=exc.hint or "",
+                diagnostics=diagnostics,
+                args=args,
+            )
         return int(exc.exit_code)
     except KeyboardInterrupt as exc:
         name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
@@ -649,7 +659,14 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         if _json_pending(args):
-            _print_json_error(_json_kind(args), "Interrupted", code, f"interrupted ({name})", "run the command again", args=args)
+            _print_json_error(
+                _json_kind(args),
+                error_type="Interrupted",
+                exit_code=code,
+                message=f"interrupted ({name})",
+                hint="run the command again",
+                args=args,
+            )
         return code
     except BrokenPipeError:
         return int(ExitCode.OK)
@@ -693,6 +710,7 @@ def _json_verb_in(argv: list[str]) -> str | None:
 
 def _print_json_error(
     kind: str,
+    *,
     error_type: str,
     exit_code: int,
     message: str,

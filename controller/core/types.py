@@ -95,7 +95,7 @@ class RunResult(StrEnum):
     PARTIAL = "partial"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FieldChange:
     field: str  # namespace:key, e.g. config:model.default, env:OPENROUTER_API_KEY, meta:title
     op: Op
@@ -114,7 +114,7 @@ class FieldChange:
         return self.field.partition(":")[2]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ObjectChange:
     kind: Kind
     name: str  # a bot, a room, or `<bot>/<title>` for a routine

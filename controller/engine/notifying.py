@@ -44,7 +44,7 @@ def targets(state: DesiredState) -> tuple[list[webhooks.Target], list[str]]:
     return found, problems
 
 
-def event(kind: str, severity: str, fleet: str, summary: str, home: str, host: str, **details: Any) -> webhooks.Event:
+def event(kind: str, severity: str, *, fleet: str, summary: str, home: str, host: str, **details: Any) -> webhooks.Event:
     return webhooks.Event(
         kind=kind,
         severity=severity,
@@ -74,10 +74,10 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
             event(
                 "drift",
                 "warning",
-                fleet,
-                f"{len(run.drift)} object(s) differ from the manifests: {', '.join(run.drift[:10])}",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"{len(run.drift)} object(s) differ from the manifests: {', '.join(run.drift[:10])}",
+                home=home,
+                host=where,
                 objects=list(run.drift),
                 **revision,
             )
@@ -87,10 +87,10 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
             event(
                 "apply-failed",
                 "error",
-                fleet,
-                f"{run.result}: {run.message}",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"{run.result}: {run.message}",
+                home=home,
+                host=where,
                 result=run.result,
                 failed=run.failed,
                 **revision,
@@ -98,16 +98,16 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
         )
     elif run.result == R.STALLED and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
         if run.message != "still waiting for the source to change":
-            out.append(event("stalled", "error", fleet, run.message, home, where, **revision))
+            out.append(event("stalled", "error", fleet=fleet, summary=run.message, home=home, host=where, **revision))
     elif run.result in (R.APPLIED, R.IN_SYNC) and prev_result in BAD:
         out.append(
             event(
                 "recovered",
                 "info",
-                fleet,
-                f"{run.result} again (was {prev_result})",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"{run.result} again (was {prev_result})",
+                home=home,
+                host=where,
                 previous=prev_result,
                 **revision,
             )
@@ -117,10 +117,10 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
             event(
                 "pruned",
                 "warning",
-                fleet,
-                f"deleted {len(run.pruned)} object(s) gone from the manifests: {', '.join(run.pruned[:10])}",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"deleted {len(run.pruned)} object(s) gone from the manifests: {', '.join(run.pruned[:10])}",
+                home=home,
+                host=where,
                 objects=list(run.pruned),
                 **revision,
             )
@@ -134,9 +134,21 @@ def health_events(
     """A new finding is an event named by its code; a finding that cleared is `health-recovered`."""
     where = host_name(host)
     appeared, cleared = health.transitions(before, after)
-    out = [event(f.code, f.severity, fleet, f"{f.subject}: {f.message}", home, where, object=f.subject) for f in appeared]
+    out = [
+        event(f.code, f.severity, fleet=fleet, summary=f"{f.subject}: {f.message}", home=home, host=where, object=f.subject)
+        for f in appeared
+    ]
     out += [
-        event("health-recovered", "info", fleet, f"{f.subject}: {f.code} cleared", home, where, object=f.subject, code=f.code)
+        event(
+            "health-recovered",
+            "info",
+            fleet=fleet,
+            summary=f"{f.subject}: {f.code} cleared",
+            home=home,
+            host=where,
+            object=f.subject,
+            code=f.code,
+        )
         for f in cleared
     ]
     return out
@@ -149,16 +161,16 @@ def apply_events(
     where = host_name(host)
     out = []
     if conflict:
-        out.append(event("apply-failed", "error", fleet, conflict, home, where, result=R.CONFLICT))
+        out.append(event("apply-failed", "error", fleet=fleet, summary=conflict, home=home, host=where, result=R.CONFLICT))
     elif failed:
         out.append(
             event(
                 "apply-failed",
                 "error",
-                fleet,
-                f"{len(failed)} object(s) failed: {'; '.join(failed[:5])}",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"{len(failed)} object(s) failed: {'; '.join(failed[:5])}",
+                home=home,
+                host=where,
                 result=R.PARTIAL,
             )
         )
@@ -167,10 +179,10 @@ def apply_events(
             event(
                 "pruned",
                 "warning",
-                fleet,
-                f"deleted {len(pruned)} object(s): {', '.join(pruned[:10])}",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"deleted {len(pruned)} object(s): {', '.join(pruned[:10])}",
+                home=home,
+                host=where,
                 objects=list(pruned),
             )
         )

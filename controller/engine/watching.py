@@ -473,21 +473,23 @@ class Reconciler:
                 )
             return Run(at=now, trigger=trigger, result=WatchResult.IN_SYNC, revision=snap.revision, digest=state.digest)
         planned, results = reconciling.apply_once(
-            self.root,
-            state,
-            files,
-            options=self.plan_options,
-            lock_timeout=opts.lock_timeout,
-            revision=snap.revision,
-            should_stop=self.stop.is_set,
-            snapshot=history.snapshot(
-                loaded,
-                fleet_arg=opts.fleet,
-                host=reading.selected_host(opts.host, loaded.state) if loaded.state else None,
-                command="watch",
-                revision=snap.revision if isinstance(self.source, GitSource) else None,
-            ),
-            on_progress=ProgressLog(self.log),
+            reconciling.ApplyRequest(
+                root=self.root,
+                state=state,
+                files=files,
+                options=self.plan_options,
+                lock_timeout=opts.lock_timeout,
+                revision=snap.revision,
+                should_stop=self.stop.is_set,
+                snapshot=history.snapshot(
+                    loaded,
+                    fleet_arg=opts.fleet,
+                    host=reading.selected_host(opts.host, loaded.state) if loaded.state else None,
+                    command="watch",
+                    revision=snap.revision if isinstance(self.source, GitSource) else None,
+                ),
+                on_progress=ProgressLog(self.log),
+            )
         )
         if results.replaced_dir:
             self.log.event("replaced_kept", files=len(results.replaced), folder=results.replaced_dir)

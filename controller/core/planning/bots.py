@@ -161,7 +161,15 @@ def diff_fields(
         # A new profile, never applied: every desired field is added, nothing is live to compare,
         # drift or remove (what the loop below gives, without its per-field look-ups).
         return [
-            FieldChange(name, Op.ADD, None, shown(name, desired[name], secret), secret, False, inherited=name in inherited)
+            FieldChange(
+                field=name,
+                op=Op.ADD,
+                old=None,
+                new=shown(name, desired[name], secret),
+                secret=secret,
+                drift=False,
+                inherited=name in inherited,
+            )
             for name in sorted(desired)
             for secret in (name.startswith("env:") and name[4:] in secret_keys,)
         ]
@@ -183,18 +191,20 @@ def diff_fields(
             op = Op.CHANGE if present else Op.ADD
             changes.append(
                 FieldChange(
-                    name,
-                    op,
-                    shown(name, live_raw if present else None, secret),
-                    shown(name, desired[name], secret),
-                    secret,
-                    drifted,
+                    field=name,
+                    op=op,
+                    old=shown(name, live_raw if present else None, secret),
+                    new=shown(name, desired[name], secret),
+                    secret=secret,
+                    drift=drifted,
                     inherited=name in inherited,
                 )
             )
         elif present and not drifted and name not in KEPT_ON_RELEASE and live_raw != clear_value(name):
             # No longer in the manifests, and untouched since we applied it: remove / clear it.
-            changes.append(FieldChange(name, Op.REMOVE, shown(name, live_raw, secret), None, secret, False))
+            changes.append(
+                FieldChange(field=name, op=Op.REMOVE, old=shown(name, live_raw, secret), new=None, secret=secret, drift=False)
+            )
     return changes
 
 
@@ -219,7 +229,15 @@ def plan_install(inputs: Inputs) -> ObjectChange:
     live = obs.live[DEFAULT_PROFILE]
 
     def install(action: Action, code: Reason, reason: str, fields: tuple[FieldChange, ...] = ()) -> ObjectChange:
-        return ObjectChange(Kind.INSTALL, "root", action, code, reason, fields, drift=any(f.drift for f in fields))
+        return ObjectChange(
+            kind=Kind.INSTALL,
+            name="root",
+            action=action,
+            code=code,
+            reason=reason,
+            fields=fields,
+            drift=any(f.drift for f in fields),
+        )
 
     if live.errors:
         return install(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
@@ -305,7 +323,16 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
     def change(
         action: Action, code: Reason, reason: str, fields: list[FieldChange] | None = None, drifted: bool = False
     ) -> ObjectChange:
-        return ObjectChange(Kind.BOT, bot.name, action, code, reason, tuple(fields or ()), origin, drifted)
+        return ObjectChange(
+            kind=Kind.BOT,
+            name=bot.name,
+            action=action,
+            code=code,
+            reason=reason,
+            fields=tuple(fields or ()),
+            origin=origin,
+            drift=drifted,
+        )
 
     owned = owned_by(inputs, bot.name)
     foreign = (obs.foreign.get(key) or (live.marker or {}).get("fleet")) if not owned else None
@@ -367,7 +394,7 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
 
 def plan_orphan(inputs: Inputs, name: str) -> ObjectChange:
     def orphan(action: Action, code: Reason, reason: str) -> ObjectChange:
-        return ObjectChange(Kind.BOT, name, action, code, reason)
+        return ObjectChange(kind=Kind.BOT, name=name, action=action, code=code, reason=reason)
 
     if name == DEFAULT_PROFILE:
         return orphan(
