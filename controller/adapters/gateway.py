@@ -41,7 +41,7 @@ from controller.errors import (
     GatewayRefused,
     GatewayUnavailable,
 )
-from controller.redact import redact_text, redact_url
+from controller.redact import redact_url, without
 
 SUBPROTOCOL = "hermes-gateway-v1"
 TICKET_PREFIX = "hermes-gateway-ticket."
@@ -63,7 +63,7 @@ def classify(exc: BaseException, *, method: str = "", sent: bool = False, secret
 
     if isinstance(exc, GatewayError):
         return exc
-    text = redact(str(exc) or type(exc).__name__, secrets)
+    text = without(str(exc) or type(exc).__name__, secrets)
     what = f"{method}: " if method else ""
     if isinstance(exc, InvalidStatus):
         status = exc.response.status_code
@@ -106,14 +106,6 @@ def refusal(method: str, error: Any) -> GatewayRefused:
     reason = v if isinstance(v := data.get("reason"), str) else None
     cls = GatewayIncompatible if code == -32601 else GatewayRefused
     return cls(f"{method} refused ({code}{', ' + reason if reason else ''}): {message}", code=code, reason=reason, method=method)
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """`text` without the session's credentials, and without any credential inside a URL."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "(redacted)")
-    return redact_text(text)
 
 
 # --- discovery over the control socket ------------------------------------------------------------
