@@ -79,7 +79,7 @@ def observe(
             tombstoned = profiles.TOMBSTONE_DIR in present and profiles.is_tombstoned(root, name)
             live[name] = LiveProfile(name=name, path=home.profile_dir(root, name), exists=False, tombstoned=tombstoned)
     foreign, foreign_install = _foreign(root, state.fleet)
-    jobs, job_errors, timezones = _observe_routines(root, state, inventory, live, sources, pool)
+    jobs, job_errors, timezones = _observe_routines(root, state=state, inventory=inventory, live=live, sources=sources, pool=pool)
     env_values: dict[str, Mapping[str, str]] = {}
     secret_keys: dict[str, frozenset[str]] = {}
     secret_errors: dict[str, str] = {}
@@ -341,6 +341,7 @@ def image_digest(path: str) -> tuple[str, str]:
 
 def _observe_routines(
     root: Path,
+    *,
     state: DesiredState,
     inventory: Inventory,
     live: Mapping[str, LiveProfile],

@@ -886,7 +886,7 @@ class _Checks:
         self.check_config(item, settings.config, BOT_COVERED, install=False, prefix=prefix)
         self.effects.check_settings(item.at, prefix, settings, self.report)
         defaults = None if settings is self.defaults else self.defaults
-        hermes_names.check_settings(self.report, item, settings, prefix, defaults, BOT_COVERED)
+        hermes_names.check_settings(self.report, item, settings=settings, prefix=prefix, defaults=defaults, covered=BOT_COVERED)
 
     def check_env_literal(self, where: tuple[Document, tuple[object, ...]], key: str, value: object) -> None:
         """A literal .env value: the same checks the .env writer makes (validate predicts apply)."""

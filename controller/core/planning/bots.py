@@ -152,6 +152,7 @@ def applied_record(desired: Mapping[str, Any], secret_keys: frozenset[str] | set
 def diff_fields(
     desired: Mapping[str, Any],
     live: LiveProfile,
+    *,
     applied: Mapping[str, Any],
     secret_keys: frozenset[str] | set[str],
     inventory: Inventory,
@@ -258,7 +259,13 @@ def install_diff(inputs: Inputs, desired: Mapping[str, Any]) -> list[FieldChange
     """The root profile's field changes, removals included (plan_install leaves those to --prune)."""
     obs = inputs.observed
     applied = inputs.inventory.applied(INSTALL_KEY)
-    fields = diff_fields(desired, obs.live[DEFAULT_PROFILE], applied, obs.secret_keys.get("", frozenset()), inputs.inventory)
+    fields = diff_fields(
+        desired,
+        obs.live[DEFAULT_PROFILE],
+        applied=applied,
+        secret_keys=obs.secret_keys.get("", frozenset()),
+        inventory=inputs.inventory,
+    )
     # The `default` bot is the root profile: a key it declares is its own, never removed as install-wide.
     default = inputs.state.bots.get(DEFAULT_PROFILE)
     if default is not None and any(f.op is Op.REMOVE for f in fields):
@@ -367,13 +374,17 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
                 f"profiles/.deleted/{bot.name} marks this profile as "
                 "deleted by Hermes; remove the tombstone with `hermes profile create` or rename the bot",
             )
-        fields = diff_fields(desired, live, {}, secret_keys, inputs.inventory, want.inherited)
+        fields = diff_fields(
+            desired, live, applied={}, secret_keys=secret_keys, inventory=inputs.inventory, inherited=want.inherited
+        )
         if owned:
             return change(
                 Action.CREATE, Reason.RECREATED, "profile was deleted outside hermes-fleet; recreating it", fields, drifted=True
             )
         return change(Action.CREATE, Reason.NEW, "profile does not exist", fields)
-    fields = diff_fields(desired, live, applied, secret_keys, inputs.inventory, want.inherited)
+    fields = diff_fields(
+        desired, live, applied=applied, secret_keys=secret_keys, inventory=inputs.inventory, inherited=want.inherited
+    )
     if owned:
         return change(
             Action.UPDATE if fields else Action.NOOP,

@@ -169,9 +169,9 @@ def apply_plan(
             root,
             room_changes,
             inputs,
-            gateway,
-            failed_bots,
-            lambda c, ok, error, conflict=False, pending=False, writes=(): report(
+            options=gateway,
+            failed_bots=failed_bots,
+            report=lambda c, ok, error, conflict=False, pending=False, writes=(): report(
                 Outcome(change=c, ok=ok, error=error, conflict=conflict, pending=pending, writes=tuple(writes))
             ),
         )

@@ -56,7 +56,14 @@ def apply_object(
         desired = install_fields(inputs.state, obs)
         keep_hand_edits(root, root, change.fields, inputs, kept)
         write_fields(root, change.fields, desired, bot=None)
-        record(inventory, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated", install_left(inputs, change))
+        record(
+            inventory,
+            INSTALL_KEY,
+            desired=desired,
+            secret_keys=obs.secret_keys.get("", frozenset()),
+            verb="updated",
+            left=install_left(inputs, change),
+        )
         return
     name = change.name
     if change.action is Action.RENAME:
@@ -99,7 +106,7 @@ def apply_object(
         keep_hand_edits(root, path, change.fields, inputs, kept)
         write_fields(path, change.fields, want.fields, bot=bot)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted", Action.RENAME: "renamed"}.get(change.action, "updated")
-    record(inventory, bot_key(name), want.fields, want.secret_keys, verb)
+    record(inventory, bot_key(name), desired=want.fields, secret_keys=want.secret_keys, verb=verb)
 
 
 def fill_new(
@@ -192,7 +199,7 @@ def refresh_record(root: Path, change: ObjectChange, inputs: Inputs) -> None:
     else:
         return
     if {**applied_record(desired, secret_keys, inventory), **left} != inventory.applied(key):
-        record(inventory, key, desired, secret_keys, "updated", left)
+        record(inventory, key, desired=desired, secret_keys=secret_keys, verb="updated", left=left)
 
 
 def install_left(inputs: Inputs, change: ObjectChange) -> dict[str, Any]:
@@ -208,6 +215,7 @@ def install_left(inputs: Inputs, change: ObjectChange) -> dict[str, Any]:
 def record(
     inventory: Inventory,
     key: str,
+    *,
     desired: Mapping[str, Any],
     secret_keys: frozenset[str],
     verb: str,

@@ -86,6 +86,7 @@ def apply_rooms(
     root: Path,
     changes: list[ObjectChange],
     inputs: Inputs,
+    *,
     options: gw.GatewayOptions | None,
     failed_bots: set[str],
     report: Report,
@@ -412,13 +413,14 @@ def _register_all(
 ) -> dict[str, Any]:
     ids = remote_members(live)
     for name, invite in invites.items():
-        _register(session, live, name, ids[name], invite, seating)
+        _register(session, live, name=name, member_id=ids[name], invite=invite, seating=seating)
     return live
 
 
 def _register(
     session: gw.Session,
     live: Mapping[str, Any],
+    *,
     name: str,
     member_id: str,
     invite: roomlink.Invitation,
@@ -481,7 +483,15 @@ def _reseat(session: gw.Session, live: dict[str, Any], names: list[str], seating
             seating.refused(name, ids[name], str(exc))
             continue
         current = routes.get(name, {}).get("grant_sha256")
-        _register(session, live, name, ids[name], invite, seating, expected=str(current) if current else None)
+        _register(
+            session,
+            live,
+            name=name,
+            member_id=ids[name],
+            invite=invite,
+            seating=seating,
+            expected=str(current) if current else None,
+        )
     return live
 
 
