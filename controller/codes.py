@@ -1,4 +1,4 @@
-"""The stable words hermes-fleet writes for machines: watch results and health codes.
+"""The stable words hermes-fleet writes for machines: watch results, health codes, webhook events.
 
 Each is a StrEnum, so a value compares and serialises as the word itself (the status file, the log,
 metrics labels and webhook events keep their text) while a misspelt one is a type error. Codes that
@@ -46,3 +46,27 @@ class HealthCode(StrEnum):
     TICKER_FAILING = "ticker-failing"
     CREDENTIALS_MISSING = "credentials-missing"
     MCP_UNAVAILABLE = "mcp-unavailable"
+
+
+class EventKind(StrEnum):
+    """A webhook event about a reconcile pass or an apply (engine.notifying; docs/watch.md,
+    "Notifications"). A health finding that appears is an event named by its HealthCode."""
+
+    DRIFT = "drift"
+    APPLY_FAILED = "apply-failed"
+    STALLED = "stalled"
+    RECOVERED = "recovered"
+    PRUNED = "pruned"
+    HEALTH_RECOVERED = "health-recovered"
+
+
+# Every event a webhook may subscribe to (`notifications[].events`), in the documented order.
+NOTIFICATION_EVENTS: tuple[EventKind | HealthCode, ...] = (
+    EventKind.DRIFT,
+    EventKind.APPLY_FAILED,
+    EventKind.STALLED,
+    EventKind.RECOVERED,
+    EventKind.PRUNED,
+    *HealthCode,
+    EventKind.HEALTH_RECOVERED,
+)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.adapters import webhooks
+from controller.codes import EventKind, HealthCode
 from controller.codes import WatchResult as R
 from controller.core import health
 from controller.errors import ControllerError
@@ -44,7 +45,9 @@ def targets(state: DesiredState) -> tuple[list[webhooks.Target], list[str]]:
     return found, problems
 
 
-def event(kind: str, severity: str, *, fleet: str, summary: str, home: str, host: str, **details: Any) -> webhooks.Event:
+def event(
+    kind: EventKind | HealthCode, severity: str, *, fleet: str, summary: str, home: str, host: str, **details: Any
+) -> webhooks.Event:
     return webhooks.Event(
         kind=kind,
         severity=severity,
@@ -72,7 +75,7 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
     if run.result == R.DRIFT and (prev_result != R.DRIFT or sorted(previous.drift) != sorted(run.drift)):
         out.append(
             event(
-                "drift",
+                EventKind.DRIFT,
                 "warning",
                 fleet=fleet,
                 summary=f"{len(run.drift)} object(s) differ from the manifests: {', '.join(run.drift[:10])}",
@@ -85,7 +88,7 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
     elif run.result in FAILED and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
         out.append(
             event(
-                "apply-failed",
+                EventKind.APPLY_FAILED,
                 "error",
                 fleet=fleet,
                 summary=f"{run.result}: {run.message}",
@@ -98,11 +101,11 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
         )
     elif run.result == R.STALLED and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
         if run.message != "still waiting for the source to change":
-            out.append(event("stalled", "error", fleet=fleet, summary=run.message, home=home, host=where, **revision))
+            out.append(event(EventKind.STALLED, "error", fleet=fleet, summary=run.message, home=home, host=where, **revision))
     elif run.result in (R.APPLIED, R.IN_SYNC) and prev_result in BAD:
         out.append(
             event(
-                "recovered",
+                EventKind.RECOVERED,
                 "info",
                 fleet=fleet,
                 summary=f"{run.result} again (was {prev_result})",
@@ -115,7 +118,7 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
     if getattr(run, "pruned", None):
         out.append(
             event(
-                "pruned",
+                EventKind.PRUNED,
                 "warning",
                 fleet=fleet,
                 summary=f"deleted {len(run.pruned)} object(s) gone from the manifests: {', '.join(run.pruned[:10])}",
@@ -140,7 +143,7 @@ def health_events(
     ]
     out += [
         event(
-            "health-recovered",
+            EventKind.HEALTH_RECOVERED,
             "info",
             fleet=fleet,
             summary=f"{f.subject}: {f.code} cleared",
@@ -161,11 +164,13 @@ def apply_events(
     where = host_name(host)
     out = []
     if conflict:
-        out.append(event("apply-failed", "error", fleet=fleet, summary=conflict, home=home, host=where, result=R.CONFLICT))
+        out.append(
+            event(EventKind.APPLY_FAILED, "error", fleet=fleet, summary=conflict, home=home, host=where, result=R.CONFLICT)
+        )
     elif failed:
         out.append(
             event(
-                "apply-failed",
+                EventKind.APPLY_FAILED,
                 "error",
                 fleet=fleet,
                 summary=f"{len(failed)} object(s) failed: {'; '.join(failed[:5])}",
@@ -177,7 +182,7 @@ def apply_events(
     if pruned:
         out.append(
             event(
-                "pruned",
+                EventKind.PRUNED,
                 "warning",
                 fleet=fleet,
                 summary=f"deleted {len(pruned)} object(s): {', '.join(pruned[:10])}",

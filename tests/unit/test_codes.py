@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller import errors
-from controller.codes import HealthCode, WatchResult
+from controller.codes import EventKind, HealthCode, WatchResult
 from controller.core import health
 from controller.core.planning import rooms
 from controller.core.types import GatewayView, Reason
@@ -48,6 +48,12 @@ def test_health_codes_are_one_list() -> None:
     assert [c for c in HealthCode if c.value not in events] == []
     table = re.findall(r"^\| `([a-z-]+)` \|", health.__doc__ or "", re.M)
     assert table == [c.value for c in HealthCode]
+
+
+def test_every_event_kind_can_be_subscribed_to_and_is_documented() -> None:
+    assert set(NOTIFICATION_EVENTS) == {*EventKind, *HealthCode}
+    text = (DOCS / "watch.md").read_text()
+    assert [e for e in NOTIFICATION_EVENTS if f"`{e}`" not in text] == []
 
 
 def test_diagnostic_codes_match_the_docs_table() -> None:
