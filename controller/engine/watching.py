@@ -354,13 +354,8 @@ class Reconciler:
         try:
             snap = self._snapshot()
         except SourceError as exc:
-            failed = (
-                WatchResult.INTERRUPTED
-                if self.stop.is_set()
-                else WatchResult.SOURCE_ERROR
-                if exc.transient
-                else WatchResult.STALLED
-            )
+            failed = WatchResult.SOURCE_ERROR if exc.transient else WatchResult.STALLED
+            failed = WatchResult.INTERRUPTED if self.stop.is_set() else failed
             return Run(at=now, trigger=trigger, result=failed, message=str(exc))
         if snap.revision == self.stalled_revision:
             return Run(
