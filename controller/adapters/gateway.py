@@ -20,6 +20,7 @@ Credentials (tickets, tokens) never appear in an error message, a log line or a 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import ipaddress
 import itertools
@@ -276,9 +277,7 @@ def discover(home: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Endpoint:
             hint=f"start it on this machine with `hermes gateway run` (HERMES_HOME={home}), or pass --gateway URL",
         )
     endpoint = validate_descriptor(control_request(path, "identify", timeout=timeout), home, str(path))
-    return Endpoint(
-        endpoint.api_origin, endpoint.instance_id, endpoint.profile_id, endpoint.control_path, endpoint.state, str(home)
-    )
+    return dataclasses.replace(endpoint, home=str(home))
 
 
 def lock_held(path: Path) -> bool | None:
