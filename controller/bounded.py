@@ -11,9 +11,10 @@ onto its own error (a diagnostic, HermesStateError, SecretUnavailable); `TooLarg
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
+
+from controller.errors import NotRegular, TooLarge
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -22,24 +23,6 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
-
-
-class TooLarge(OSError):
-    """The file is larger than the caller's limit; nothing was read."""
-
-    def __init__(self, path: str | os.PathLike[str], size: int, limit: int) -> None:
-        super().__init__(errno.EFBIG, f"{size:,} bytes, over the {limit:,}-byte limit", str(path))
-        self.size = size
-        self.limit = limit
-
-
-class NotRegular(OSError):
-    """The path is not a regular file (a FIFO, a device, a socket, a folder); nothing was read."""
-
-    def __init__(self, path: str | os.PathLike[str], kind: str) -> None:
-        code = errno.EISDIR if kind == "a folder" else errno.EINVAL
-        super().__init__(code, f"{kind}, not a regular file", str(path))
-        self.kind = kind
 
 
 def kind_of(mode: int) -> str:

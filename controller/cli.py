@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from controller import __version__, redact
-from controller.errors import ControllerError, ExitCode, Terminated
+from controller.errors import ArgumentError, ControllerError, ExitCode, Terminated
 
 OUTPUTS_VALIDATE = ("text", "json", "github", "junit")
 OUTPUTS_PLAN = ("text", "json")
@@ -41,14 +41,6 @@ JSON_KINDS = {
 EPILOG = """exit codes: 0 success / no changes, 1 operation failed, 2 bad input (invalid manifest or
 arguments), 3 conflict (object not owned by this fleet, another apply holds the lock, or the home is suspended),
 4 changes pending (plan --detailed-exitcode), 5 widening denied (plan --deny-widening). Docs: docs/cli.md"""
-
-
-class ArgumentError(Exception):
-    """argparse refused the command line (exit 2); `main` reports it, as JSON too under -o json."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class Parser(argparse.ArgumentParser):
@@ -635,7 +627,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArgumentError as exc:
         verb = _json_verb_in(argv)
         if verb is not None:
-            _print_json_error(JSON_KINDS[verb], "UsageError", ExitCode.BAD_INPUT, exc.message, "see --help")
+            _print_json_error(
+                JSON_KINDS[verb], error_type="UsageError", exit_code=ExitCode.BAD_INPUT, message=exc.message, hint="see --help"
+            )
         return int(ExitCode.BAD_INPUT)
     except SystemExit as exc:  # argparse: 0 for --help and --version
         return int(exc.code or 0)
@@ -680,7 +674,15 @@ def _run(args: argparse.Namespace) -> int:
         _report_error(exc, args)
         if _json_pending(args):
             diagnostics = getattr(exc, "diagnostics", None) or []
-            _print_json_error(_json_kind(args), type(exc).__name__, exc.exit_code, exc.message, exc.hint or "", diagnostics, args)
+            _print_json_error(
+                _json_kind(args),
+                error_type=type(exc).__name__,
+                exit_code=exc.exit_code,
+                message=exc.message,
+                hint=exc.hint or "",
+                diagnostics=diagnostics,
+                args=args,
+            )
         return int(exc.exit_code)
     except KeyboardInterrupt as exc:
         name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
@@ -691,7 +693,14 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         if _json_pending(args):
-            _print_json_error(_json_kind(args), "Interrupted", code, f"interrupted ({name})", "run the command again", args=args)
+            _print_json_error(
+                _json_kind(args),
+                error_type="Interrupted",
+                exit_code=code,
+                message=f"interrupted ({name})",
+                hint="run the command again",
+                args=args,
+            )
         return code
     except BrokenPipeError:
         return int(ExitCode.OK)
@@ -735,6 +744,7 @@ def _json_verb_in(argv: list[str]) -> str | None:
 
 def _print_json_error(
     kind: str,
+    *,
     error_type: str,
     exit_code: int,
     message: str,

@@ -13,10 +13,62 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+# Every diagnostic's stable `code` (docs/cli.md, "Diagnostic codes"); mypy refuses any other word.
+DiagnosticCode = Literal[
+    # loading a file
+    "too_large",
+    "binary",
+    "encoding",
+    "unreadable",
+    "yaml",
+    # schema
+    "envelope",
+    "unknown_field",
+    "missing_field",
+    "invalid_value",
+    "no_reader",
+    # the whole set
+    "fleet",
+    "duplicate",
+    "name",
+    "reserved_name",
+    "default_profile",
+    "reference",
+    "room_members",
+    "remote_policy",
+    "cross_host",
+    "peer_accept",
+    "rename_chain",
+    "mention_collision",
+    "secret_literal",
+    "config_covered",
+    "config_key",
+    "config_conflict",
+    "url",
+    "schedule",
+    "file",
+    "file_missing",
+    "file_outside",
+    "file_too_large",
+    "file_encoding",
+    "file_type",
+    "unknown_provider",
+    "unknown_toolset",
+    "invalid",
+    # warnings
+    "frequent_schedule",
+    "past_one_shot",
+    "who_answers_auto",
+    "inert_value",
+    "unknown_config_key",
+    "base_url_ignored",
+    "no_effect",
+    "warning",
+]
 MAX_SHOWN = 1000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Diagnostic:
     severity: Severity
     file: str
@@ -25,7 +77,7 @@ class Diagnostic:
     path: str  # field path, e.g. spec.bots[2].title; "" for the whole document
     message: str
     hint: str = ""
-    code: str = "invalid"  # stable machine-readable reason, documented in docs/cli.md
+    code: DiagnosticCode = "invalid"  # stable machine-readable reason, documented in docs/cli.md
 
     @property
     def where(self) -> str:

@@ -16,12 +16,19 @@
     ├── SecretUnavailable      exit 1  a secret reference cannot be read on this machine
     ├── SourceError            exit 1  the reconciler's source (files, git) could not be read
     ├── RoomApplyError         exit 1  a room could not be converged (its cause attached)
-    └── adapters.gateway.GatewayError  exit 1  talking to a Hermes gateway; mapped once in gateway.classify:
+    ├── RoomLinkError          exit 1  another machine's gateway could not issue or revoke a seat's grant
+    └── GatewayError           exit 1  talking to a Hermes gateway; mapped once in adapters.gateway.classify,
+        │                              `.outcome` (GatewayOutcome) says what is known about its effect:
         ├── GatewayUnavailable         transient: nothing listening, reset, timeout before sending
         ├── GatewayRefused             permanent: a typed refusal
         │   ├── GatewayAuthError       the credential was refused
         │   └── GatewayIncompatible    the gateway lacks a method or speaks another protocol
         └── GatewayOutcomeUnknown      a write whose reply was lost: settled by reading, never resent
+    (ConflictError also has RoomChanged: a room kept changing on the gateway during the apply.)
+
+Outside the tree: `TooLarge` and `NotRegular` (OSError: bounded refused a read; adapters map them
+like any OSError), `ArgumentError` (argparse refused the command line; cli reports it, exit 2) and
+`Terminated` (SIGTERM).
 
 Each adapter maps the failures of what it wraps (OSError, sqlite3 errors, parse errors, the
 gateway's codes) to these classes once, where it calls the outside (`adapters.fsio.state_error`
@@ -31,7 +38,9 @@ for an OSError); nothing above the adapters catches OSError or branches on messa
 
 from __future__ import annotations
 
-from enum import IntEnum
+import errno
+import os
+from enum import IntEnum, StrEnum
 from typing import Any
 
 
@@ -140,6 +149,104 @@ class SourceError(ControllerError):
 
 class RoomApplyError(ControllerError):
     """A room could not be converged on the gateway."""
+
+
+class RoomChanged(ConflictError):
+    """The room kept changing on the gateway (or changed into something this run cannot go on with)."""
+
+
+# --- talking to gateways: mapped once, in adapters.gateway.classify and adapters.roomlink ------------
+
+
+class GatewayOutcome(StrEnum):
+    """What is known about the effect of a gateway call that failed."""
+
+    TRANSIENT = "transient"  # nothing happened; try again later
+    PERMANENT = "permanent"  # the gateway refused; the same request fails the same way
+    UNKNOWN = "unknown"  # a write was sent and its reply was lost; resolved by reading state
+
+
+class GatewayError(ControllerError):
+    """A gateway call failed. `outcome` tells what is known about its effect."""
+
+    outcome = GatewayOutcome.TRANSIENT
+
+    def __init__(self, message: str, *, hint: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.reason = reason
+
+
+class GatewayUnavailable(GatewayError):
+    """Transient: no gateway answered (absent, starting, refused, timed out, 5xx); nothing happened."""
+
+    outcome = GatewayOutcome.TRANSIENT
+
+
+class GatewayRefused(GatewayError):
+    """Permanent: the gateway answered with an error; the request had no effect."""
+
+    outcome = GatewayOutcome.PERMANENT
+
+    def __init__(
+        self, message: str, *, code: int = 0, reason: str | None = None, method: str = "", hint: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint, reason=reason)
+        self.code = code
+        self.method = method
+
+
+class GatewayAuthError(GatewayRefused):
+    """Permanent: the credential was refused (HTTP 401/403 at the WebSocket handshake)."""
+
+
+class GatewayIncompatible(GatewayRefused):
+    """Permanent: this gateway cannot do what is asked (too old, wrong protocol, method missing)."""
+
+
+class GatewayOutcomeUnknown(GatewayError):
+    """A write was sent and no reply came back: it may or may not have happened. Never retried blindly."""
+
+    outcome = GatewayOutcome.UNKNOWN
+
+
+class RoomLinkError(ControllerError):
+    """Another machine's gateway could not issue (or revoke) a seat's grant; the message says which and why.
+
+    `transient`: the machine could not be reached (try again later), rather than a refusal.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, transient: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.transient = transient
+
+
+# --- below the tree: a refused read, an argparse refusal -------------------------------------------
+
+
+class TooLarge(OSError):
+    """The file is larger than the caller's limit; nothing was read."""
+
+    def __init__(self, path: str | os.PathLike[str], size: int, limit: int) -> None:
+        super().__init__(errno.EFBIG, f"{size:,} bytes, over the {limit:,}-byte limit", str(path))
+        self.size = size
+        self.limit = limit
+
+
+class NotRegular(OSError):
+    """The path is not a regular file (a FIFO, a device, a socket, a folder); nothing was read."""
+
+    def __init__(self, path: str | os.PathLike[str], kind: str) -> None:
+        code = errno.EISDIR if kind == "a folder" else errno.EINVAL
+        super().__init__(code, f"{kind}, not a regular file", str(path))
+        self.kind = kind
+
+
+class ArgumentError(Exception):
+    """argparse refused the command line (exit 2); `main` reports it, as JSON too under -o json."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class Terminated(KeyboardInterrupt):

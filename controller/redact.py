@@ -1,4 +1,4 @@
-"""Redaction: the one rule for what hermes-fleet never shows, wherever the value comes from.
+r"""Redaction: the one rule for what hermes-fleet never shows, wherever the value comes from.
 
 Manifests cannot carry a credential as a literal (validation refuses them), but the home can: a
 user or a bot may write a token by hand into a managed `config.yaml`, a URL, a title or a routine.
@@ -14,7 +14,9 @@ Everything hermes-fleet prints, logs or keeps goes through this module, which ma
 
 A whole value withheld is the `SECRET` marker, shown as `(secret)`; a part of a text withheld is
 `***`. The marker is a `Withheld`, a distinct type: outputs tell it from a value by its type, never
-by its text, so a live value that reads "(secret)" is shown quoted, as the value it is.
+by its text. Where only text remains (JSON, a value inside a mapping), `unforgeable` escapes a real
+string that reads like a marker (`(secret)` becomes `\(secret)`), so a bare marker in any output
+is always one hermes-fleet withheld; a live value that reads "(secret)" is shown as the value it is.
 A `${NAME}` reference is the manifest's own form of a secret (a name, not a value): kept.
 """
 
@@ -32,13 +34,38 @@ _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'\"<>`]+")  # a b
 _SSH_SCHEMES = ("ssh", "git+ssh", "ssh+git")  # ssh://git@host/...: a user name, not a credential
 
 
+# Every text a Withheld may carry: `(secret)`, and a long text's summary `(12 lines, sha256:...)`.
+_MARKER = re.compile(r"\((?:secret|[0-9]+ lines, sha256:[0-9a-f]{12})\)")
+_MARKER_LIKE = re.compile(r"\\*" + _MARKER.pattern)  # a marker after any number of backslashes
+
+
 class Withheld(str):
     """Text shown in place of a value (a masked secret, a summary of a SOUL). Its type marks it."""
 
     __slots__ = ()
 
+    def __new__(cls, text: str) -> Withheld:
+        if not _MARKER.fullmatch(text):  # a new kind of marker is added to _MARKER, so outputs escape its imitations
+            raise ValueError(f"not a marker: {text!r}")
+        return super().__new__(cls, text)
+
 
 SECRET = Withheld("(secret)")
+
+
+def unforgeable(value: Any) -> Any:
+    """`value` (already `masked`) for an output that keeps only text: a Withheld as its marker, and a
+    real string that reads like one (or like an escaped one) with one more leading backslash, so
+    `(secret)` in an output is always withheld and `\\(secret)` is the value "(secret)"."""
+    if isinstance(value, Withheld):
+        return str(value)
+    if isinstance(value, str):
+        return "\\" + value if _MARKER_LIKE.fullmatch(value) else value
+    if isinstance(value, Mapping):
+        return {k: unforgeable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [unforgeable(v) for v in value]
+    return value
 
 
 # --- keys ------------------------------------------------------------------------------------------
@@ -226,6 +253,15 @@ def redact_text(text: str) -> str:
     # A long text (a whole output): only its lines with a URL (the pattern is slow on long runs of words).
     # One long line is matched whole above: splitting it again would recurse forever.
     return "\n".join(redact_text(line) if "://" in line else line for line in text.split("\n"))
+
+
+def without(text: str, secrets: Iterable[str]) -> str:
+    """`text` without the credentials a call knows it sent (a ticket, a peer key), each replaced by
+    `(redacted)`, and without any credential inside a URL (`redact_text`)."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "(redacted)")
+    return redact_text(text)
 
 
 # --- outputs ---------------------------------------------------------------------------------------

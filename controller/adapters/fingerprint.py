@@ -18,6 +18,7 @@ from pathlib import Path
 from controller import bounded
 from controller.adapters.home import OWNER_MARKER, PROFILES_DIR, ProfileLayout
 from controller.adapters.inventory import inventory_dir
+from controller.errors import TooLarge
 from controller.hermes import AVATAR_EXTENSIONS
 
 READ_LIMIT = 64 * 1024 * 1024  # the largest file digested; a larger one is recorded by its size
@@ -86,7 +87,7 @@ def _file_digest(path: Path, info: os.stat_result) -> str:
         return bounded.kind_of(info.st_mode)
     try:
         return "sha256:" + hashlib.sha256(bounded.read_bytes(path, READ_LIMIT)).hexdigest()
-    except bounded.TooLarge:
+    except TooLarge:
         return f"large:{info.st_size}:{info.st_mtime_ns}"
     except OSError as exc:
         return f"unreadable:{exc.errno}"

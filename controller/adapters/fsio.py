@@ -28,7 +28,7 @@ from typing import Any
 
 from controller import bounded
 from controller.adapters import home, homebounds
-from controller.errors import ChangedUnderUs, ConflictError, ContainmentError, HermesStateError
+from controller.errors import ChangedUnderUs, ConflictError, ContainmentError, HermesStateError, NotRegular
 from controller.hermes import DEFAULT_PROFILE
 
 # The largest file of the home we read (config.yaml, .env, profile.yaml, SOUL.md, jobs.json, an
@@ -173,6 +173,60 @@ def _may_follow(parts: tuple[str, ...]) -> bool:
     if parts[0] == home.PROFILES_DIR:
         return len(parts) >= 3
     return True
+
+
+def write_no_follow(folder: Path, rel: str, data: bytes) -> Path:
+    """Write `folder/rel` without following a link: each folder below `folder` is opened with
+    O_NOFOLLOW (made when missing), the bytes go to a new temp file beside the target, which
+    then replaces the target's name; a target that is a link (a bots/alpha.yaml planted as a link
+    to ~/.bashrc) is refused, never written through (export writes a user's folder this way). Any
+    other OSError (a read-only folder, a full disk) is a HermesStateError naming the file."""
+    *dirs, name = rel.split("/")
+    with mapped("write", folder / rel):
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)  # the folder named on the command line itself
+        try:
+            for part in dirs:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                fd = _reopen(fd, part, folder / rel)
+            _replace_no_follow(fd, name, data, folder / rel)
+        finally:
+            os.close(fd)
+    return folder / rel
+
+
+def _reopen(fd: int, part: str, target: Path) -> int:
+    """The folder `part` inside `fd` (which is closed once it is open; left to the caller on an error)."""
+    try:
+        inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+    except OSError as exc:
+        raise _link_refused(target, f"{part!r} on its way is a link or not a folder") from exc
+    os.close(fd)
+    return inner
+
+
+def _replace_no_follow(fd: int, name: str, data: bytes, target: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+            raise _link_refused(target, "it is a link")
+    tmp = f".{name}.{os.getpid()}.tmp"
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
+    try:
+        with os.fdopen(out, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)  # replaces a name, never writes through one
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=fd)
+        raise
+
+
+def _link_refused(target: Path, why: str) -> ContainmentError:
+    return ContainmentError(
+        f"export refuses to write {target}: {why}; export never writes through a link",
+        path=str(target),
+        hint="remove the link (or export to an empty folder)",
+    )
 
 
 # Called with the target path just before each os.replace / rename that publishes a change.
@@ -631,7 +685,7 @@ def _atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int, expec
     with pinned(path) as (folder_fd, path, st):
         name = path.name
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise bounded.NotRegular(path, bounded.kind_of(st.st_mode))
+            raise NotRegular(path, bounded.kind_of(st.st_mode))
         final_mode = stat.S_IMODE(st.st_mode) if st else mode
         if private:
             final_mode &= ~0o007

@@ -20,6 +20,7 @@ Credentials (tickets, tokens) never appear in an error message, a log line or a 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import ipaddress
 import itertools
@@ -33,8 +34,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from controller.errors import ControllerError
-from controller.redact import redact_text, redact_url
+from controller.errors import (
+    GatewayAuthError,
+    GatewayError,
+    GatewayIncompatible,
+    GatewayOutcomeUnknown,
+    GatewayRefused,
+    GatewayUnavailable,
+)
+from controller.redact import redact_url, without
 
 SUBPROTOCOL = "hermes-gateway-v1"
 TICKET_PREFIX = "hermes-gateway-ticket."
@@ -47,50 +55,7 @@ MAX_FRAME = 8 * 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 
 
-# --- errors: one hierarchy, one mapping -----------------------------------------------------------
-
-
-class GatewayError(ControllerError):
-    """A gateway call failed. `outcome` tells what is known about its effect."""
-
-    outcome = "transient"
-
-    def __init__(self, message: str, *, hint: str | None = None, reason: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.reason = reason
-
-
-class GatewayUnavailable(GatewayError):
-    """Transient: no gateway answered (absent, starting, refused, timed out, 5xx); nothing happened."""
-
-    outcome = "transient"
-
-
-class GatewayRefused(GatewayError):
-    """Permanent: the gateway answered with an error; the request had no effect."""
-
-    outcome = "permanent"
-
-    def __init__(
-        self, message: str, *, code: int = 0, reason: str | None = None, method: str = "", hint: str | None = None
-    ) -> None:
-        super().__init__(message, hint=hint, reason=reason)
-        self.code = code
-        self.method = method
-
-
-class GatewayAuthError(GatewayRefused):
-    """Permanent: the credential was refused (HTTP 401/403 at the WebSocket handshake)."""
-
-
-class GatewayIncompatible(GatewayRefused):
-    """Permanent: this gateway cannot do what is asked (too old, wrong protocol, method missing)."""
-
-
-class GatewayOutcomeUnknown(GatewayError):
-    """A write was sent and no reply came back: it may or may not have happened. Never retried blindly."""
-
-    outcome = "unknown"
+# --- errors: one mapping (the classes are in controller.errors) -----------------------------------
 
 
 def classify(exc: BaseException, *, method: str = "", sent: bool = False, secrets: tuple[str, ...] = ()) -> GatewayError:
@@ -99,7 +64,7 @@ def classify(exc: BaseException, *, method: str = "", sent: bool = False, secret
 
     if isinstance(exc, GatewayError):
         return exc
-    text = redact(str(exc) or type(exc).__name__, secrets)
+    text = without(str(exc) or type(exc).__name__, secrets)
     what = f"{method}: " if method else ""
     if isinstance(exc, InvalidStatus):
         status = exc.response.status_code
@@ -142,14 +107,6 @@ def refusal(method: str, error: Any) -> GatewayRefused:
     reason = v if isinstance(v := data.get("reason"), str) else None
     cls = GatewayIncompatible if code == -32601 else GatewayRefused
     return cls(f"{method} refused ({code}{', ' + reason if reason else ''}): {message}", code=code, reason=reason, method=method)
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """`text` without the session's credentials, and without any credential inside a URL."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "(redacted)")
-    return redact_text(text)
 
 
 # --- discovery over the control socket ------------------------------------------------------------
@@ -320,9 +277,7 @@ def discover(home: Path, *, timeout: float = DEFAULT_TIMEOUT) -> Endpoint:
             hint=f"start it on this machine with `hermes gateway run` (HERMES_HOME={home}), or pass --gateway URL",
         )
     endpoint = validate_descriptor(control_request(path, "identify", timeout=timeout), home, str(path))
-    return Endpoint(
-        endpoint.api_origin, endpoint.instance_id, endpoint.profile_id, endpoint.control_path, endpoint.state, str(home)
-    )
+    return dataclasses.replace(endpoint, home=str(home))
 
 
 def lock_held(path: Path) -> bool | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from controller import bounded
 from controller.adapters.home import ProfileLayout
-from controller.errors import ControllerError
+from controller.errors import ControllerError, TooLarge
 
 DISTRIBUTION = "hermes-agent"
 ENV_OVERRIDE = "HERMES_FLEET_HERMES_VERSION"
@@ -134,7 +134,7 @@ def managed_scope() -> ManagedScope | None:
         data = bounded.read_bytes(target, MANAGED_MAX_BYTES)  # a FIFO or a device is refused, never read
     except FileNotFoundError:
         return ManagedScope(folder, {})
-    except bounded.TooLarge:
+    except TooLarge:
         return ManagedScope(folder, {}, f"{target} is larger than {MANAGED_MAX_BYTES} bytes")
     except OSError as exc:
         return ManagedScope(folder, {}, f"cannot read {target}: {exc.strerror}")

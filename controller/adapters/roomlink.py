@@ -20,21 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from controller.errors import ControllerError
+from controller.errors import RoomLinkError
 from controller.hermes.urls import clear_text_allowed
+from controller.redact import without
 
 DEFAULT_TIMEOUT = 10.0
-
-
-class RoomLinkError(ControllerError):
-    """Another machine's gateway could not issue (or revoke) a seat's grant; the message says which and why.
-
-    `transient`: the machine could not be reached (try again later), rather than a refusal.
-    """
-
-    def __init__(self, message: str, *, hint: str | None = None, transient: bool = False) -> None:
-        super().__init__(message, hint=hint)
-        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -59,13 +49,6 @@ class Invitation:
 
 def _route(base: str, profile: str, path: str) -> str:
     return f"{base.rstrip('/')}/p/{quote(profile, safe='')}{path}"
-
-
-def _redact(text: str, *secrets: str) -> str:
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "(redacted)")
-    return text
 
 
 def invite(
@@ -111,7 +94,7 @@ def invite(
         )
     except httpx.HTTPError as exc:
         raise RoomLinkError(
-            f"{where} cannot be reached for an invitation: {_redact(str(exc) or type(exc).__name__, key)}",
+            f"{where} cannot be reached for an invitation: {without(str(exc) or type(exc).__name__, (key,))}",
             hint="check that the machine is up and its API server listens at that URL; the next apply tries again",
             transient=True,
         ) from None
@@ -132,7 +115,7 @@ def invite(
         )
     if reply.status_code != 201:
         error = data.get("error")
-        said = _redact(str((error.get("message") if isinstance(error, dict) else None) or f"HTTP {reply.status_code}"), key)
+        said = without(str((error.get("message") if isinstance(error, dict) else None) or f"HTTP {reply.status_code}"), (key,))
         raise RoomLinkError(
             f"{where} would not issue an invitation for profile {profile!r}: {said}",
             hint="fix that on that machine (its plan shows the room's seat), then run apply here again",

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller import bounded
-from controller.errors import SourceError
+from controller.errors import SourceError, TooLarge
 from controller.redact import redact_text, redact_url
 
 MAX_MANIFEST_BYTES = 32 * 1024 * 1024  # what the loader reads at most; larger files only count as changed
@@ -71,7 +71,7 @@ class LocalSource:
             digest.update(file.encode())
             try:
                 digest.update(bounded.read_bytes(file, MAX_MANIFEST_BYTES))
-            except bounded.TooLarge as exc:
+            except TooLarge as exc:
                 digest.update(b"\0too large %d" % exc.size)  # the loader refuses it with a clear error
             except OSError:
                 digest.update(b"\0unreadable")

@@ -17,7 +17,7 @@ event of its webhook.
 
 Webhook URLs usually embed a token: they are secrets. They never appear in a log line, an error
 message or the status file: webhooks are named by their `name`, and any text that comes back
-from httpx is scrubbed of the URL and its parts first.
+from httpx is scrubbed of the URL and its parts first (`redact.without`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from controller import __version__
+from controller.redact import without
 
 if TYPE_CHECKING:  # httpx is imported on the first delivery: `plan` never pays for it
     import httpx
@@ -97,10 +98,8 @@ class Target:
 Log = Callable[..., None]  # log(event_name, **fields)
 
 
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "(redacted)")
-    return text
+Attempt = Literal["ok", "retry", "final"]  # one POST: delivered, try again, refused for good
+Delivery = Literal["sent", "final", "kept"]  # one event after its retries (`Notifier.deliver`)
 
 
 class Notifier:
@@ -173,7 +172,7 @@ class Notifier:
 
     # --- one delivery ---------------------------------------------------------------------------
 
-    def deliver(self, target: Target, event: Event) -> str:
+    def deliver(self, target: Target, event: Event) -> Delivery:
         """One event to one webhook, with retries: `sent`, `final` (refused for good) or `kept`
         (retries used up, or shutdown: it stays in the outbox)."""
         body = event.as_slack() if target.format == "slack" else event.as_json()
@@ -199,12 +198,12 @@ class Notifier:
             if self.abort.wait(delay):
                 return self.kept(target, event, "given up at shutdown", attempt)
 
-    def kept(self, target: Target, event: Event, error: str, attempts: int) -> str:
+    def kept(self, target: Target, event: Event, error: str, attempts: int) -> Delivery:
         kept = "outbox" if self.outbox is not None else None
         self.log("notify_failed", webhook=target.name, kind=event.kind, error=error, attempts=attempts, kept=kept)
         return "kept"
 
-    def _attempt(self, target: Target, data: bytes, headers: dict[str, str], secrets: tuple[str, ...]) -> tuple[str, str]:
+    def _attempt(self, target: Target, data: bytes, headers: dict[str, str], secrets: tuple[str, ...]) -> tuple[Attempt, str]:
         import httpx
 
         watchdog = Deadline(target.timeout)
@@ -221,9 +220,9 @@ class Notifier:
         except httpx.TransportError as exc:
             if watchdog.fired:
                 return "retry", f"no answer within {target.timeout:g}s"
-            return "retry", scrub(f"{type(exc).__name__}: {exc}", secrets)
+            return "retry", without(f"{type(exc).__name__}: {exc}", secrets)
         except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError) as exc:
-            return "final", scrub(f"invalid webhook URL ({type(exc).__name__})", secrets)
+            return "final", without(f"invalid webhook URL ({type(exc).__name__})", secrets)
         finally:
             watchdog.cancel()
         if 200 <= status < 300:

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.codes import HealthCode
 from controller.hermes import providers
 
 # Hermes' `hermes cron status`: three missed 60 s ticks plus slack (docs/hermes/runtime.md#ticker-heartbeat).
@@ -85,7 +86,7 @@ class BotRuntime:
 
 @dataclass(frozen=True)
 class Finding:
-    code: str
+    code: HealthCode
     severity: str  # error | warning
     subject: str  # an object key: bot/<name> or routine/<bot>/<title>
     message: str
@@ -185,7 +186,7 @@ def evaluate(bots: Iterable[BotRuntime], now: float, *, mcp_library: bool | None
                 when = f" at {r.last_run_at}" if r.last_run_at else ""
                 findings.append(
                     Finding(
-                        "routine-failed",
+                        HealthCode.ROUTINE_FAILED,
                         "error",
                         f"routine/{r.routine}",
                         f"last run failed{when}: {first_line(r.last_error) or 'no error text'}",
@@ -194,21 +195,21 @@ def evaluate(bots: Iterable[BotRuntime], now: float, *, mcp_library: bool | None
             if r.enabled and r.last_delivery_error:
                 findings.append(
                     Finding(
-                        "routine-delivery-failed",
+                        HealthCode.ROUTINE_DELIVERY_FAILED,
                         "warning",
                         f"routine/{r.routine}",
                         f"its last result was not delivered: {first_line(r.last_delivery_error)}",
                     )
                 )
         if active and not (bot.gateway.running and bot.gateway.ticks_store):
-            findings.append(Finding("gateway-down", "error", subject, _no_ticker(bot, len(active))))
+            findings.append(Finding(HealthCode.GATEWAY_DOWN, "error", subject, _no_ticker(bot, len(active))))
         elif bot.gateway.running and active:
             beat = None if bot.heartbeat is None else now - bot.heartbeat
             ok = None if bot.last_success is None else now - bot.last_success
             if beat is not None and beat > STALE_AFTER:
                 findings.append(
                     Finding(
-                        "ticker-stalled",
+                        HealthCode.TICKER_STALLED,
                         "error",
                         subject,
                         f"the gateway (pid {bot.gateway.pid}) runs but its cron ticker last beat {int(beat)}s ago "
@@ -218,7 +219,7 @@ def evaluate(bots: Iterable[BotRuntime], now: float, *, mcp_library: bool | None
             elif beat is not None and ok is not None and ok > STALE_AFTER:
                 findings.append(
                     Finding(
-                        "ticker-failing",
+                        HealthCode.TICKER_FAILING,
                         "warning",
                         subject,
                         f"the cron ticker runs but no tick has succeeded for {int(ok)}s; look for 'Cron tick error' in its log",
@@ -232,7 +233,7 @@ def evaluate(bots: Iterable[BotRuntime], now: float, *, mcp_library: bool | None
             wanted = ", ".join(keys[:4]) + (" or another provider's key" if bot.provider is None else "") if keys else "a login"
             findings.append(
                 Finding(
-                    "credentials-missing",
+                    HealthCode.CREDENTIALS_MISSING,
                     "error",
                     subject,
                     f"{what}: no credential found ({wanted} in its .env, or an entry in auth.json); a key set only in "
@@ -248,7 +249,7 @@ def mcp_unavailable(bots: list[BotRuntime], where: str) -> Finding:
         f" and {len(bots) - 5} more" if len(bots) > 5 else ""
     )
     return Finding(
-        "mcp-unavailable",
+        HealthCode.MCP_UNAVAILABLE,
         "warning",
         "install/root",
         f"the Python that runs Hermes ({where}) has no mcp library, so no MCP server starts for {len(bots)} bot(s): "

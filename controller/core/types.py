@@ -96,7 +96,7 @@ class RunResult(StrEnum):
     PARTIAL = "partial"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FieldChange:
     field: str  # namespace:key, e.g. config:model.default, env:OPENROUTER_API_KEY, meta:title
     op: Op
@@ -115,7 +115,7 @@ class FieldChange:
         return self.field.partition(":")[2]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ObjectChange:
     kind: Kind
     name: str  # a bot, a room, or `<bot>/<title>` for a routine
@@ -259,6 +259,7 @@ class GatewayView:
     """What the gateway said about rooms (read-only), or why it could not be asked."""
 
     error: str = ""  # non-empty: every room is pending with this reason
+    error_code: Reason = Reason.GATEWAY_PENDING  # with `error`: not asked (pending), or cannot own rooms (unsupported)
     origin: str = ""
     capabilities: Mapping[str, Any] = field(default_factory=dict)
     rooms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # room_id -> room (disbanded too)

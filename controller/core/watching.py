@@ -14,22 +14,12 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
 
+from controller.codes import WatchResult as R
 from controller.core.types import WRITING_ACTIONS, Kind, Plan, RunResult
 
-RESULTS = (
-    "applied",
-    "in-sync",
-    "drift",
-    "partial",
-    "stalled",
-    "conflict",
-    "source-error",
-    "busy",
-    "interrupted",
-    "suspended",
-)
-GOOD_RESULTS = ("applied", "in-sync", "drift")  # the revision is applied (drift: a hand edit since)
-TRANSIENT_RESULTS = ("partial", "source-error", "busy")  # retried with backoff
+RESULTS = tuple(R)
+GOOD_RESULTS = (R.APPLIED, R.IN_SYNC, R.DRIFT)  # the revision is applied (drift: a hand edit since)
+TRANSIENT_RESULTS = (R.PARTIAL, R.SOURCE_ERROR, R.BUSY)  # retried with backoff
 STILL_STALLED = "still waiting for the source to change"
 UNHEALTHY_AFTER = 5  # transient failures in a row that make /healthz unhealthy
 
@@ -52,11 +42,11 @@ class Options:
     pass_deadline: float = 600.0  # a pass running longer makes /healthz unhealthy (docs/watch.md)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Run:
     at: str
     trigger: str
-    result: str  # one of RESULTS
+    result: R
     revision: str = ""
     digest: str = ""
     changed: int = 0
@@ -93,9 +83,9 @@ class Rng(Protocol):
 # --- the source ----------------------------------------------------------------------------------
 
 
-def source_failure(*, stopping: bool, transient: bool) -> str:
+def source_failure(*, stopping: bool, transient: bool) -> R:
     """A source that could not be read: a stop request, a retry, or a stall until it changes."""
-    return "interrupted" if stopping else "source-error" if transient else "stalled"
+    return R.INTERRUPTED if stopping else R.SOURCE_ERROR if transient else R.STALLED
 
 
 def is_stalled(state: LoopState, revision: str) -> bool:
@@ -122,14 +112,14 @@ def changed_objects(plan: Plan) -> list[str]:
     return [c.key for c in plan.changes if c.action in WRITING_ACTIONS]
 
 
-def unsettled(plan: Plan) -> str | None:
+def unsettled(plan: Plan) -> R | None:
     """The result of a report-only pass whose plan holds what apply would refuse or fail on: an
     object it could not check (a room while the gateway is unreachable: partial, retried) or a
     conflict (another owner took a bot); None when the plan says what the home is."""
     if plan.errors:
-        return "partial"
+        return R.PARTIAL
     if plan.conflicts:
-        return "conflict"
+        return R.CONFLICT
     return None
 
 
@@ -145,14 +135,14 @@ def report(plan: Plan, *, at: str, trigger: str, revision: str, digest: str, mov
     drift = changed_objects(plan)
     if suspension is None and drift and moved and not plan.drifted:
         return None
-    run = Run(at, trigger, "in-sync", revision, digest, drift=drift)
+    run = Run(at=at, trigger=trigger, result=R.IN_SYNC, revision=revision, digest=digest, drift=drift)
     if (found := unsettled(plan)) is not None:
         return replace(run, result=found, failed=len(plan.errors), message=causes(plan))
     if suspension is not None:
         pending = f"; {len(drift)} object(s) would change" if drift else ""
-        return replace(run, result="suspended", message=f"{suspension}, nothing changed{pending}")
+        return replace(run, result=R.SUSPENDED, message=f"{suspension}, nothing changed{pending}")
     if drift:
-        return replace(run, result="drift", message=f"{len(drift)} object(s) differ from the manifests (reported, not corrected)")
+        return replace(run, result=R.DRIFT, message=f"{len(drift)} object(s) differ from the manifests (reported, not corrected)")
     return run
 
 
@@ -168,13 +158,14 @@ class Applied:
 
 
 def applied(plan: Plan, outcome: Applied, *, at: str, trigger: str, revision: str, digest: str) -> Run:
-    run = Run(at, trigger, "applied" if outcome.wrote else "in-sync", revision, digest, outcome.done)
+    result = R.APPLIED if outcome.wrote else R.IN_SYNC
+    run = Run(at=at, trigger=trigger, result=result, revision=revision, digest=digest, changed=outcome.done)
     failed = len(outcome.failed) + len(plan.errors)
     if outcome.abandoned:
         message = "stopped between two objects on request; the next run finishes the job"
-        return replace(run, result="interrupted", failed=failed, message=message)
+        return replace(run, result=R.INTERRUPTED, failed=failed, message=message)
     if failed:
-        return replace(run, result="partial", failed=failed, message=causes(plan, outcome.failed), pruned=list(outcome.pruned))
+        return replace(run, result=R.PARTIAL, failed=failed, message=causes(plan, outcome.failed), pruned=list(outcome.pruned))
     return replace(run, pruned=list(outcome.pruned))
 
 
@@ -228,7 +219,7 @@ def healthz(last: Run | None, failures: int, late: float | None) -> tuple[bool, 
     """/healthz: unhealthy while stalled or in conflict, after UNHEALTHY_AFTER transient failures in
     a row, or while a pass overruns its deadline."""
     result = last.result if last is not None else "starting"
-    healthy = result not in ("stalled", "conflict") and failures < UNHEALTHY_AFTER and late is None
+    healthy = result not in (R.STALLED, R.CONFLICT) and failures < UNHEALTHY_AFTER and late is None
     body: dict[str, object] = {"status": "ok" if healthy else "unhealthy", "last_result": result}
     if late is not None:
         body["overrun_seconds"] = round(late, 1)

@@ -44,7 +44,15 @@ def check(
     multiplexer_ticks = versions.multiplexer_ticks_served_stores(hermes_install.detect(hermes_version).version)
     root_stored = runtime.credential_stores(root)
     bots = [
-        bot_runtime(root, name, routines.get(name, []), root_gateway, root_stored, reads, multiplexer_ticks)
+        bot_runtime(
+            root,
+            name,
+            owned=routines.get(name, []),
+            root_gateway=root_gateway,
+            root_stored=root_stored,
+            reads=reads,
+            multiplexer_ticks=multiplexer_ticks,
+        )
         for name in sorted(set(inventory.owned_bots()) | set(routines))
     ]
     mcp = hermes_install.mcp_library() if any(b.mcp_servers for b in bots) else None
@@ -56,6 +64,7 @@ def check(
 def bot_runtime(
     root: Path,
     name: str,
+    *,
     owned: list[tuple[str, str]],
     root_gateway: runtime.GatewayProcess,
     root_stored: frozenset[str],

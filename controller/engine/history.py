@@ -34,7 +34,7 @@ SCHEMA_VERSION = 1
 FILE_KEYS = {"soul_file": MAX_SOUL_BYTES, "image": MAX_IMAGE_BYTES, "picture": MAX_IMAGE_BYTES}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Snapshot:
     """The manifests of one run, as the history keeps them."""
 
@@ -86,7 +86,7 @@ def snapshot(
         found = store.git_revision(result.files)
         if found is not None:
             revision, dirty = found
-    snap = Snapshot(documents, fleet_arg, host, command, revision, dirty)
+    snap = Snapshot(documents=documents, fleet_arg=fleet_arg, host=host, command=command, revision=revision, dirty=dirty)
     snap.pack()
     return snap
 
@@ -327,13 +327,13 @@ def replay(found: dict[str, Any]) -> Iterator[tuple[validating.ValidationResult,
                 parsed.append(part)
         result = validating.validate(parsed, fleet=desired.get("fleet_arg"), files=[str(d.get("source")) for d in documents])
         snap = Snapshot(
-            [dict(d) for d in documents],
-            desired.get("fleet_arg"),
-            desired.get("host"),
-            "rollback",
-            (found.get("source") or {}).get("revision"),
-            bool((found.get("source") or {}).get("dirty")),
-            int(found["seq"]),
-            str(desired.get("fingerprint") or ""),
+            documents=[dict(d) for d in documents],
+            fleet_arg=desired.get("fleet_arg"),
+            host=desired.get("host"),
+            command="rollback",
+            revision=(found.get("source") or {}).get("revision"),
+            dirty=bool((found.get("source") or {}).get("dirty")),
+            rollback_of=int(found["seq"]),
+            fingerprint=str(desired.get("fingerprint") or ""),
         )
         yield result, snap

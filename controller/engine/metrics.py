@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from controller.codes import HealthCode, WatchResult
 from controller.core import health as health_core
 from controller.core.watching import RESULTS, Run
 
@@ -50,9 +51,9 @@ class Metrics:
             self.last_run_at = now
             self.drifted = len(run.drift)
             self.drift = frozenset(run.drift)
-            self.stalled = 1 if run.result in ("stalled", "conflict") else 0
+            self.stalled = 1 if run.result in (WatchResult.STALLED, WatchResult.CONFLICT) else 0
             self.failures = failures
-            if run.result in ("applied", "in-sync", "drift", "suspended"):
+            if run.result.settled or run.result is WatchResult.SUSPENDED:
                 self.last_success = now
             if good_revision:
                 self.revision = good_revision
@@ -146,15 +147,7 @@ class Metrics:
         return encoder(self.registry), content_type
 
 
-HEALTH_CODES = (
-    "routine-failed",
-    "routine-delivery-failed",
-    "gateway-down",
-    "ticker-stalled",
-    "ticker-failing",
-    "credentials-missing",
-    "mcp-unavailable",
-)
+HEALTH_CODES = tuple(HealthCode)
 
 
 def _health_families(checked: health_core.Health, names: list[str], base: list[str]) -> Iterator[Any]:

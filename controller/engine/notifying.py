@@ -16,13 +16,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.adapters import webhooks
+from controller.codes import EventKind, HealthCode
+from controller.codes import WatchResult as R
 from controller.core import health
 from controller.errors import ControllerError
 from controller.manifests import references
 from controller.manifests.desired import DesiredState
 
-BAD = ("drift", "partial", "conflict", "stalled", "source-error", "interrupted")
-FAILED = ("partial", "conflict")
+BAD = (R.DRIFT, R.PARTIAL, R.CONFLICT, R.STALLED, R.SOURCE_ERROR, R.INTERRUPTED)
+FAILED = (R.PARTIAL, R.CONFLICT)
 
 
 def targets(state: DesiredState) -> tuple[list[webhooks.Target], list[str]]:
@@ -43,7 +45,9 @@ def targets(state: DesiredState) -> tuple[list[webhooks.Target], list[str]]:
     return found, problems
 
 
-def event(kind: str, severity: str, fleet: str, summary: str, home: str, host: str, **details: Any) -> webhooks.Event:
+def event(
+    kind: EventKind | HealthCode, severity: str, *, fleet: str, summary: str, home: str, host: str, **details: Any
+) -> webhooks.Event:
     return webhooks.Event(
         kind=kind,
         severity=severity,
@@ -68,15 +72,15 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
     prev_result = previous.result if previous is not None else None
     out: list[webhooks.Event] = []
     revision = {"revision": run.revision, "trigger": run.trigger}
-    if run.result == "drift" and (prev_result != "drift" or sorted(previous.drift) != sorted(run.drift)):
+    if run.result == R.DRIFT and (prev_result != R.DRIFT or sorted(previous.drift) != sorted(run.drift)):
         out.append(
             event(
-                "drift",
+                EventKind.DRIFT,
                 "warning",
-                fleet,
-                f"{len(run.drift)} object(s) differ from the manifests: {', '.join(run.drift[:10])}",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"{len(run.drift)} object(s) differ from the manifests: {', '.join(run.drift[:10])}",
+                home=home,
+                host=where,
                 objects=list(run.drift),
                 **revision,
             )
@@ -84,46 +88,49 @@ def run_events(previous: Any, run: Any, fleet: str, home: str, host: str | None 
     elif run.result in FAILED and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
         out.append(
             event(
-                "apply-failed",
+                EventKind.APPLY_FAILED,
                 "error",
-                fleet,
-                f"{run.result}: {run.message}",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"{run.result}: {run.message}",
+                home=home,
+                host=where,
                 result=run.result,
                 failed=run.failed,
                 **revision,
             )
         )
-    elif run.result == "stalled" and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
+    elif run.result == R.STALLED and (prev_result, getattr(previous, "message", None)) != (run.result, run.message):
         if run.message != "still waiting for the source to change":
-            out.append(event("stalled", "error", fleet, run.message, home, where, **revision))
-    elif run.result == "suspended" and prev_result != "suspended":
-        out.append(event("suspended", "warning", fleet, run.message, home, where, **revision))
-    elif run.result in ("applied", "in-sync") and prev_result in BAD:
+            out.append(event(EventKind.STALLED, "error", fleet=fleet, summary=run.message, home=home, host=where, **revision))
+    elif run.result == R.SUSPENDED and prev_result != R.SUSPENDED:
+        out.append(event(EventKind.SUSPENDED, "warning", fleet=fleet, summary=run.message, home=home, host=where, **revision))
+    elif run.result in (R.APPLIED, R.IN_SYNC) and prev_result in BAD:
         out.append(
             event(
-                "recovered",
+                EventKind.RECOVERED,
                 "info",
-                fleet,
-                f"{run.result} again (was {prev_result})",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"{run.result} again (was {prev_result})",
+                home=home,
+                host=where,
                 previous=prev_result,
                 **revision,
             )
         )
-    if prev_result == "suspended" and run.result != "suspended":
-        out.append(event("resumed", "info", fleet, f"resumed: {run.result}", home, where, result=run.result, **revision))
+    if prev_result == R.SUSPENDED and run.result != R.SUSPENDED:
+        summary = f"resumed: {run.result}"
+        out.append(
+            event(EventKind.RESUMED, "info", fleet=fleet, summary=summary, home=home, host=where, result=run.result, **revision)
+        )
     if getattr(run, "pruned", None):
         out.append(
             event(
-                "pruned",
+                EventKind.PRUNED,
                 "warning",
-                fleet,
-                f"deleted {len(run.pruned)} object(s) gone from the manifests: {', '.join(run.pruned[:10])}",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"deleted {len(run.pruned)} object(s) gone from the manifests: {', '.join(run.pruned[:10])}",
+                home=home,
+                host=where,
                 objects=list(run.pruned),
                 **revision,
             )
@@ -137,9 +144,21 @@ def health_events(
     """A new finding is an event named by its code; a finding that cleared is `health-recovered`."""
     where = host_name(host)
     appeared, cleared = health.transitions(before, after)
-    out = [event(f.code, f.severity, fleet, f"{f.subject}: {f.message}", home, where, object=f.subject) for f in appeared]
+    out = [
+        event(f.code, f.severity, fleet=fleet, summary=f"{f.subject}: {f.message}", home=home, host=where, object=f.subject)
+        for f in appeared
+    ]
     out += [
-        event("health-recovered", "info", fleet, f"{f.subject}: {f.code} cleared", home, where, object=f.subject, code=f.code)
+        event(
+            EventKind.HEALTH_RECOVERED,
+            "info",
+            fleet=fleet,
+            summary=f"{f.subject}: {f.code} cleared",
+            home=home,
+            host=where,
+            object=f.subject,
+            code=f.code,
+        )
         for f in cleared
     ]
     return out
@@ -152,28 +171,30 @@ def apply_events(
     where = host_name(host)
     out = []
     if conflict:
-        out.append(event("apply-failed", "error", fleet, conflict, home, where, result="conflict"))
+        out.append(
+            event(EventKind.APPLY_FAILED, "error", fleet=fleet, summary=conflict, home=home, host=where, result=R.CONFLICT)
+        )
     elif failed:
         out.append(
             event(
-                "apply-failed",
+                EventKind.APPLY_FAILED,
                 "error",
-                fleet,
-                f"{len(failed)} object(s) failed: {'; '.join(failed[:5])}",
-                home,
-                where,
-                result="partial",
+                fleet=fleet,
+                summary=f"{len(failed)} object(s) failed: {'; '.join(failed[:5])}",
+                home=home,
+                host=where,
+                result=R.PARTIAL,
             )
         )
     if pruned:
         out.append(
             event(
-                "pruned",
+                EventKind.PRUNED,
                 "warning",
-                fleet,
-                f"deleted {len(pruned)} object(s): {', '.join(pruned[:10])}",
-                home,
-                where,
+                fleet=fleet,
+                summary=f"deleted {len(pruned)} object(s): {', '.join(pruned[:10])}",
+                home=home,
+                host=where,
                 objects=list(pruned),
             )
         )

@@ -38,9 +38,9 @@ from controller.adapters.home import HomeLayout, ProfileLayout
 from controller.core import mcp as mcp_servers
 from controller.core import rooms
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_parts, split_key
-from controller.core.types import GatewayView, LiveProfile, Observed, RenameSeen
+from controller.core.types import GatewayView, LiveProfile, Observed, Reason, RenameSeen
 from controller.engine import records
-from controller.errors import ControllerError, RefusedValue, SecretUnavailable
+from controller.errors import ControllerError, GatewayError, GatewayIncompatible, GatewayRefused, RefusedValue, SecretUnavailable
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension, naming
 from controller.manifests import references
 from controller.manifests.desired import DesiredState, EnvEntry, Seat
@@ -80,7 +80,7 @@ def observe(
             tombstoned = profiles.TOMBSTONE_DIR in present and profiles.is_tombstoned(root, name)
             live[name] = LiveProfile(name=name, path=home.profile_dir(root, name), exists=False, tombstoned=tombstoned)
     foreign, foreign_install = _foreign(root, state.fleet)
-    jobs, job_errors, timezones = _observe_routines(root, state, inventory, live, sources, pool)
+    jobs, job_errors, timezones = _observe_routines(root, state=state, inventory=inventory, live=live, sources=sources, pool=pool)
     env_values: dict[str, Mapping[str, str]] = {}
     secret_keys: dict[str, frozenset[str]] = {}
     secret_errors: dict[str, str] = {}
@@ -345,6 +345,7 @@ def image_digest(path: str) -> tuple[str, str]:
 
 def _observe_routines(
     root: Path,
+    *,
     state: DesiredState,
     inventory: Inventory,
     live: Mapping[str, LiveProfile],
@@ -457,8 +458,8 @@ def observe_rooms(root: Path, options: gw.GatewayOptions | None, *, seats: Seque
                     continue
                 try:
                     status = session.call("groups.state", {"room_id": room_id}).get("driver_status")
-                except gw.GatewayRefused as exc:
-                    if isinstance(exc, gw.GatewayIncompatible):
+                except GatewayRefused as exc:
+                    if isinstance(exc, GatewayIncompatible):
                         raise
                     continue  # disbanded since it was listed: the plan sees it as listed
                 if isinstance(status, dict) and isinstance(status.get("peer_routes"), list):
@@ -475,15 +476,16 @@ def observe_rooms(root: Path, options: gw.GatewayOptions | None, *, seats: Seque
                 room_links=links,
                 stray_profiles=_stray_profiles(root),
             )
-    except gw.GatewayIncompatible as exc:
+    except GatewayIncompatible as exc:
         if exc.code == -32601 and exc.method == "groups.capabilities":
             return GatewayView(
                 error="gateway too old: it has no groups.capabilities (Hermes 0.19 or older); update "
                 "Hermes on the machine that runs this home's gateway (`hermes update`), then restart "
-                "the gateway (`hermes gateway restart`)"
+                "the gateway (`hermes gateway restart`)",
+                error_code=Reason.GATEWAY_UNSUPPORTED,
             )
         return GatewayView(error=f"pending: gateway unusable: {exc}")
-    except gw.GatewayError as exc:
+    except GatewayError as exc:
         return GatewayView(error=f"pending: gateway unreachable: {exc}")
 
 

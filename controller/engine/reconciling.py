@@ -58,7 +58,14 @@ def plan_home(
     inventory = inventory.reclaimed(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
     observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
-    return Planned(root, state, inputs, planning.plan(inputs, chosen), files, chosen.describe())
+    return Planned(
+        root=root,
+        state=state,
+        inputs=inputs,
+        plan=planning.plan(inputs, chosen),
+        files=files,
+        selection=chosen.describe(),
+    )
 
 
 def check_names(chosen: Selection, state: DesiredState, inventory: Inventory) -> None:
@@ -103,23 +110,27 @@ def conflict_error(planned: Planned) -> ConflictError:
     )
 
 
-def apply_once(
-    root: Path,
-    state: DesiredState,
-    files: list[str],
-    *,
-    options: Options = NO_OPTIONS,
-    lock_timeout: float = 10.0,
-    revision: str | None = None,
-    before_apply: Callable[[Planned], None] | None = None,
-    on_conflict: Callable[[Planned], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-    gateway: gw.GatewayOptions | None = None,
-    hermes_version: str | None = None,
-    snapshot: history.Snapshot | None = None,
-    on_progress: applying.ProgressFn | None = None,
-    selection: Selection | None = None,
-) -> tuple[Planned, applying.ApplyResult]:
+@dataclass(frozen=True, kw_only=True)
+class ApplyRequest:
+    """One apply: the manifests, where, and how (apply, rollback and each watch pass make one)."""
+
+    root: Path
+    state: DesiredState
+    files: list[str]
+    options: Options = NO_OPTIONS
+    lock_timeout: float = 10.0
+    revision: str | None = None  # the source's revision (watch --git), recorded in the inventory
+    before_apply: Callable[[Planned], None] | None = None  # sees the locked plan before any write
+    on_conflict: Callable[[Planned], None] | None = None  # sees the plan a conflict refused
+    should_stop: Callable[[], bool] | None = None  # asked between two objects (SIGTERM)
+    gateway: gw.GatewayOptions | None = None
+    hermes_version: str | None = None
+    snapshot: history.Snapshot | None = None  # the manifests as read, for the apply history
+    on_progress: applying.ProgressFn | None = None
+    selection: Selection | None = None
+
+
+def apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written.
 
     With `snapshot` (the manifests as read), the run is recorded in the apply history: always for
@@ -127,43 +138,16 @@ def apply_once(
     `on_progress(done, total, object)` is called as the apply goes (applying.apply_plan).
     """
     try:
-        return _apply_once(
-            root,
-            state,
-            files,
-            options,
-            lock_timeout,
-            revision,
-            before_apply,
-            on_conflict,
-            should_stop,
-            gateway,
-            hermes_version,
-            snapshot,
-            on_progress,
-            selection,
-        )
+        return _apply_once(request)
     finally:
-        if gateway is not None:
-            gateway.release()  # the run's connection (a single-use ticket's) ends with the run
+        if request.gateway is not None:
+            request.gateway.release()  # the run's connection (a single-use ticket's) ends with the run
 
 
-def _apply_once(
-    root: Path,
-    state: DesiredState,
-    files: list[str],
-    options: Options,
-    lock_timeout: float,
-    revision: str | None,
-    before_apply: Callable[[Planned], None] | None,
-    on_conflict: Callable[[Planned], None] | None,
-    should_stop: Callable[[], bool] | None,
-    gateway: gw.GatewayOptions | None,
-    hermes_version: str | None,
-    snapshot: history.Snapshot | None,
-    on_progress: applying.ProgressFn | None,
-    selection: Selection | None = None,
-) -> tuple[Planned, applying.ApplyResult]:
+def _apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
+    root, state, files, options = request.root, request.state, request.files, request.options
+    gateway, hermes_version, selection = request.gateway, request.hermes_version, request.selection
+    on_conflict, before_apply, snapshot = request.on_conflict, request.before_apply, request.snapshot
     parsecache.start_run()
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
@@ -174,7 +158,7 @@ def _apply_once(
         raise conflict_error(early)
     owned = set(early.inputs.inventory.owned_bots())
     del early  # the locked plan observes everything again: never hold two observations (memory)
-    with locking.apply_lock(root, timeout=lock_timeout):
+    with locking.apply_lock(root, timeout=request.lock_timeout):
         # Under the lock no other hermes-fleet run writes here: a temp file or staging folder of a
         # dead process is debris of a killed run (docs/reliability.md#leftovers-of-a-killed-run).
         swept = profiles.sweep_leftovers(root, set(state.bots) | owned)
@@ -188,10 +172,10 @@ def _apply_once(
         if before_apply:
             before_apply(planned)
         results = applying.apply_plan(
-            root, planned.plan, planned.inputs, gateway=gateway, should_stop=should_stop, on_progress=on_progress
+            root, planned.plan, planned.inputs, gateway=gateway, should_stop=request.should_stop, on_progress=request.on_progress
         )
         results.swept = [str(path) for path in swept]
-        finish_inventory(root, planned, results, revision=revision)
+        finish_inventory(root, planned, results, revision=request.revision)
         parsecache.save(root)
         handedits.record(
             root,

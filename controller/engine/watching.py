@@ -17,12 +17,13 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from controller.adapters import filewatch, suspension, webhooks
 from controller.adapters.sources import GitSource, LocalSource, Snapshot
+from controller.codes import WatchResult as R
 from controller.core import health as health_core
 from controller.core import watching as policy
 from controller.core.types import Action
@@ -89,7 +90,12 @@ class Reconciler:
             self.log.event("internal_error", error=f"{type(exc).__name__}: {exc}", hint="please report it; retrying")
             traceback.print_exc(file=sys.stderr)
             run, effect = (
-                Run(self.clock.stamp(), trigger, "partial", message=f"internal error: {type(exc).__name__}: {exc}"),
+                Run(
+                    at=self.clock.stamp(),
+                    trigger=trigger,
+                    result=R.PARTIAL,
+                    message=f"internal error: {type(exc).__name__}: {exc}",
+                ),
                 Effect.KEEP,
             )
         finally:
@@ -121,7 +127,7 @@ class Reconciler:
             return
         events = notifying.run_events(self.seen_run, run, self.fleet, str(self.root), self.metrics.host)
         self.seen_run = run
-        if self.options.health and run.result != "source-error":
+        if self.options.health and run.result is not R.SOURCE_ERROR:
             try:
                 checked = health.check(self.root, self.fleet)
             except (ControllerError, OSError) as exc:
@@ -153,30 +159,34 @@ class Reconciler:
             snap = self._snapshot()
         except SourceError as exc:
             failed = policy.source_failure(stopping=self.stop.is_set(), transient=exc.transient)
-            return Run(now, trigger, failed, message=str(exc)), Effect.KEEP
+            return Run(at=now, trigger=trigger, result=failed, message=str(exc)), Effect.KEEP
         if policy.is_stalled(self.state, snap.revision):
-            return Run(now, trigger, "stalled", snap.revision, message=policy.STILL_STALLED), Effect.KEEP
+            return Run(
+                at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=policy.STILL_STALLED
+            ), Effect.KEEP
         try:
             result = reading.load_paths(snap.paths, recursive=snap.recursive, fleet=self.options.fleet, skip=self.root)
         except ControllerError as exc:  # e.g. the folder no longer holds any manifest: stall, do not crash
-            return Run(now, trigger, "stalled", snap.revision, message=f"cannot read the manifests: {exc}"), Effect.STALL
+            message = f"cannot read the manifests: {exc}"
+            return Run(at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=message), Effect.STALL
         if result.errors or result.state is None:
             first = "; ".join(d.render() for d in result.errors[:3]) or "no manifest documents"
             message = f"invalid manifests, nothing applied ({len(result.errors)} error(s)): {first}"
-            return Run(now, trigger, "stalled", snap.revision, message=message), Effect.STALL
+            return Run(at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=message), Effect.STALL
         state = desired.for_host(result.state, reading.selected_host(self.options.host, result.state))
         self.fleet = state.fleet
         self.metrics.observe_slice(state.fleet, list(state.bots))
         self._configure_webhooks(state)
+        tried = Run(at=now, trigger=trigger, result=R.PARTIAL, revision=snap.revision, digest=state.digest)
         try:
             held = suspended.describe() if suspended else None
             return self._converge(now, trigger, snap, state, result, held), Effect.SETTLE
         except LockHeld as exc:
-            return Run(now, trigger, "busy", snap.revision, state.digest, message=str(exc)), Effect.KEEP
+            return replace(tried, result=R.BUSY, message=str(exc)), Effect.KEEP
         except ConflictError as exc:
-            return Run(now, trigger, "conflict", snap.revision, state.digest, message=str(exc)), Effect.STALL
+            return replace(tried, result=R.CONFLICT, message=str(exc)), Effect.STALL
         except ControllerError as exc:
-            return Run(now, trigger, "partial", snap.revision, state.digest, message=str(exc)), Effect.KEEP
+            return replace(tried, result=R.PARTIAL, message=str(exc)), Effect.KEEP
 
     def _snapshot(self) -> Snapshot:
         if isinstance(self.source, GitSource):
@@ -200,7 +210,7 @@ class Reconciler:
             moved = policy.revision_moved(last, snap.revision)
             run = policy.report(planned.plan, moved=moved, suspension=suspended, **where)
             if run is not None:
-                if run.result == "drift":
+                if run.result is R.DRIFT:
                     self.log.event("drift_detected", objects=run.drift, hint="apply, or run watch with --self-heal")
                 return run
         return self._apply(snap, state, loaded, where)
@@ -209,23 +219,19 @@ class Reconciler:
         self, snap: Snapshot, state: desired.DesiredState, loaded: validating.ValidationResult, where: dict[str, str]
     ) -> Run:
         opts = self.options
-        planned, results = reconciling.apply_once(
-            self.root,
-            state,
-            loaded.files,
-            options=self.plan_options,
-            lock_timeout=opts.lock_timeout,
-            revision=snap.revision,
-            should_stop=self.stop.is_set,
-            snapshot=history.snapshot(
-                loaded,
-                fleet_arg=opts.fleet,
-                host=reading.selected_host(opts.host, loaded.state) if loaded.state else None,
-                command="watch",
-                revision=snap.revision if isinstance(self.source, GitSource) else None,
-            ),
-            on_progress=ProgressLog(self.log, clock=self.clock.monotonic),
+        snapshot = history.snapshot(
+            loaded,
+            fleet_arg=opts.fleet,
+            host=reading.selected_host(opts.host, loaded.state) if loaded.state else None,
+            command="watch",
+            revision=snap.revision if isinstance(self.source, GitSource) else None,
         )
+        on_progress = ProgressLog(self.log, clock=self.clock.monotonic)
+        request = reconciling.ApplyRequest(
+            root=self.root, state=state, files=loaded.files, options=self.plan_options, lock_timeout=opts.lock_timeout,
+            revision=snap.revision, should_stop=self.stop.is_set, snapshot=snapshot, on_progress=on_progress,
+        )  # fmt: skip
+        planned, results = reconciling.apply_once(request)
         if results.replaced_dir:
             self.log.event("replaced_kept", files=len(results.replaced), folder=results.replaced_dir)
         self.metrics.observe_routines(policy.routine_health(planned.plan, planned.inputs.observed.jobs))

@@ -15,6 +15,7 @@ from controller import bounded
 from controller.adapters import fsio, homebounds
 from controller.adapters.home import StateLayout, check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource
+from controller.codes import HealthCode, WatchResult
 from controller.core import health as health_core
 from controller.core.watching import Run
 from controller.errors import ContainmentError, ControllerError, HermesStateError
@@ -71,13 +72,14 @@ def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
     """Carry over a restart what the webhooks last heard (no repeated alert) and the last good
     revision (so a force-push made meanwhile is still caught)."""
     notified = (previous or {}).get("notified")
-    if isinstance(notified, dict) and isinstance(notified.get("result"), str):
+    if isinstance(notified, dict) and notified.get("result") in tuple(WatchResult):
         drift = [str(d) for d in notified.get("drift") or []]
-        reconciler.seen_run = Run("", "", notified["result"], message=str(notified.get("message") or ""), drift=drift)
+        message = str(notified.get("message") or "")
+        reconciler.seen_run = Run(at="", trigger="", result=WatchResult(notified["result"]), message=message, drift=drift)
         reconciler.seen_findings = tuple(
-            health_core.Finding(str(f.get("code")), str(f.get("severity")), str(f.get("object")), str(f.get("message")))
+            health_core.Finding(HealthCode(f["code"]), str(f.get("severity")), str(f.get("object")), str(f.get("message")))
             for f in notified.get("findings") or []
-            if isinstance(f, dict)
+            if isinstance(f, dict) and f.get("code") in tuple(HealthCode)
         )
     if not previous or previous.get("source") != source_label(reconciler.source):
         return

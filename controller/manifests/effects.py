@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from controller.diagnostics import DiagnosticCode, Severity
 from controller.hermes import endpoints
 
 Where = Any  # validating's (Document, field path)
@@ -41,7 +42,7 @@ RETIRED = {
 
 
 class Reporter(Protocol):
-    def add(self, severity: str, where: Where, message: str, hint: str = "", code: str = "invalid") -> None: ...
+    def add(self, severity: Severity, where: Where, message: str, hint: str = "", code: DiagnosticCode = "invalid") -> None: ...
 
 
 @dataclass

@@ -15,6 +15,7 @@ import functools
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from controller.diagnostics import DiagnosticCode
 from controller.hermes import config_keys, vocabulary
 from controller.manifests.models import Bot, BotDefaults, Routine
 
@@ -28,8 +29,8 @@ Where = tuple[Any, tuple[object, ...]]
 class Report(Protocol):
     items: list[Any]
 
-    def error(self, where: Where, message: str, hint: str = "", code: str = "invalid") -> None: ...
-    def warning(self, where: Where, message: str, hint: str = "", code: str = "warning") -> None: ...
+    def error(self, where: Where, message: str, hint: str = "", code: DiagnosticCode = "invalid") -> None: ...
+    def warning(self, where: Where, message: str, hint: str = "", code: DiagnosticCode = "warning") -> None: ...
 
 
 class Item(Protocol):
@@ -39,6 +40,7 @@ class Item(Protocol):
 def check_settings(
     report: Report,
     item: Item,
+    *,
     settings: Bot | BotDefaults,
     prefix: tuple[object, ...],
     defaults: BotDefaults | None,
@@ -51,7 +53,7 @@ def check_settings(
     if settings.model is not None and settings.model.provider is not None:
         configs = (settings.config, defaults.config if defaults else None)
         check_provider(report, item.at(*prefix, "model", "provider"), settings.model.provider, configs)
-    check_config(report, item, settings.config, prefix, servers, covered)
+    check_config(report, item, config=settings.config, prefix=prefix, servers=servers, covered=covered)
 
 
 def check_routine(report: Report, item: Item, routine: Routine, bot: Bot | None, defaults: BotDefaults | None) -> None:
@@ -65,7 +67,7 @@ def check_routine(report: Report, item: Item, routine: Routine, bot: Bot | None,
 
 
 def check_install_config(report: Report, item: Item, config: dict[str, Any] | None, covered: tuple[str, ...]) -> None:
-    check_config(report, item, config, (), frozenset(), covered)
+    check_config(report, item, config=config, prefix=(), servers=frozenset(), covered=covered)
 
 
 def mcp_names(settings: Bot | BotDefaults | None, defaults: BotDefaults | None) -> frozenset[str]:
@@ -129,6 +131,7 @@ def check_provider(report: Report, where: Where, name: str, configs: tuple[dict[
 def check_config(
     report: Report,
     item: Item,
+    *,
     config: dict[str, Any] | None,
     prefix: tuple[object, ...],
     servers: frozenset[str],

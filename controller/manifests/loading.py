@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from controller import bounded
-from controller.diagnostics import Diagnostic
-from controller.errors import UsageError
+from controller.diagnostics import Diagnostic, DiagnosticCode
+from controller.errors import NotRegular, TooLarge, UsageError
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 64
@@ -165,7 +165,7 @@ class Kept:
 
 
 class _LoadProblem(Exception):
-    def __init__(self, message: str, node: Any = None, hint: str = "", code: str = "yaml") -> None:
+    def __init__(self, message: str, node: Any = None, hint: str = "", code: DiagnosticCode = "yaml") -> None:
         super().__init__(message)
         self.message = message
         self.node = node
@@ -274,7 +274,18 @@ def _load_one(name: str, documents: list[Document], problems: list[Diagnostic]) 
         text = _read_text(name)
         documents.extend(parse_text(text, source=source, base_dir=base_dir))
     except _FileProblem as exc:
-        problems.append(Diagnostic("error", source, exc.line, exc.column, "", exc.message, exc.hint, exc.code))
+        problems.append(
+            Diagnostic(
+                severity="error",
+                file=source,
+                line=exc.line,
+                column=exc.column,
+                path="",
+                message=exc.message,
+                hint=exc.hint,
+                code=exc.code,
+            )
+        )
 
 
 def fast_parse(name: str) -> tuple[str, list[tuple[int, Any]], dict[int, int]] | None:
@@ -291,7 +302,7 @@ def fast_parse(name: str) -> tuple[str, list[tuple[int, Any]], dict[int, int]] |
 
 
 class _FileProblem(Exception):
-    def __init__(self, message: str, *, hint: str = "", code: str = "unreadable", line: int = 0, column: int = 0):
+    def __init__(self, message: str, *, hint: str = "", code: DiagnosticCode = "unreadable", line: int = 0, column: int = 0):
         super().__init__(message)
         self.message, self.hint, self.code, self.line, self.column = message, hint, code, line, column
 
@@ -302,13 +313,13 @@ def _read_text(name: str) -> str:
     else:
         try:
             data = bounded.read_bytes(name, MAX_FILE_BYTES)  # stat first: a FIFO or a device is never read
-        except bounded.TooLarge as exc:
+        except TooLarge as exc:
             raise _FileProblem(
                 f"file is {exc.size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit",
                 hint="split the fleet into several files or folders",
                 code="too_large",
             ) from None
-        except bounded.NotRegular as exc:
+        except NotRegular as exc:
             raise _FileProblem(
                 f"this is {exc.kind}, not a regular file; nothing was read from it",
                 hint="pass manifest files (or folders of them) with -f; use -f - to read a stream from stdin",

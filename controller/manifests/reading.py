@@ -99,16 +99,16 @@ def _several_fleets(
         line, column = first.locate(loc)
         diagnostics.append(
             Diagnostic(
-                "error",
-                first.source,
-                line,
-                column,
-                "metadata",
-                f"fleet {name!r} ({len(docs)} document(s)) is one of {len(named)} fleets in these manifests "
+                severity="error",
+                file=first.source,
+                line=line,
+                column=column,
+                path="metadata",
+                message=f"fleet {name!r} ({len(docs)} document(s)) is one of {len(named)} fleets in these manifests "
                 f"({', '.join(repr(n) for n in named)})",
-                f"plan and apply take one fleet at a time: pass only its files, {choices} "
+                hint=f"plan and apply take one fleet at a time: pass only its files, {choices} "
                 "(validate checks several fleets in one run)",
-                "fleet",
+                code="fleet",
             )
         )
     return validating.ValidationResult(diagnostics, None, files, documents)

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from controller import bounded
-from controller.errors import RefusedValue, SecretUnavailable
+from controller.errors import RefusedValue, SecretUnavailable, TooLarge
 from controller.manifests.desired import EnvEntry
 from controller.manifests.models import SecretRef
 from controller.manifests.validating import MAX_IMAGE_BYTES
@@ -63,7 +63,7 @@ def resolve(entry: EnvEntry) -> str:
     path = secret_path(entry.ref.from_file or "", entry.base_dir)
     try:
         data = bounded.read_bytes(path, MAX_SECRET_BYTES)
-    except bounded.TooLarge:
+    except TooLarge:
         raise SecretUnavailable(f"secret file {path} is larger than {MAX_SECRET_BYTES:,} bytes") from None
     except OSError as exc:
         raise SecretUnavailable(f"cannot read secret file {path}: {exc.strerror}") from None

@@ -25,7 +25,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from controller import bounded
-from controller.diagnostics import Diagnostic, format_path
+from controller.diagnostics import Diagnostic, DiagnosticCode, Severity, format_path
+from controller.errors import NotRegular, TooLarge
 from controller.hermes import DEFAULT_PROFILE, cronjobs, image_extension, naming, schedules
 from controller.hermes.env import ENV_NAME_DENYLIST
 from controller.hermes.env import value_problem as env_value_problem
@@ -144,16 +145,36 @@ class _Report:
         self.schema_failed = False  # a document broke the schema (it may still be checked, salvaged)
 
     def add(
-        self, severity: str, where: tuple[Document, tuple[object, ...]], message: str, hint: str = "", code: str = "invalid"
+        self,
+        severity: Severity,
+        where: tuple[Document, tuple[object, ...]],
+        message: str,
+        hint: str = "",
+        code: DiagnosticCode = "invalid",
     ) -> None:
         doc, loc = where
         line, column = doc.locate(loc)
-        self.items.append(Diagnostic(severity, doc.source, line, column, format_path(loc), message, hint, code))  # type: ignore[arg-type]
+        self.items.append(
+            Diagnostic(
+                severity=severity,
+                file=doc.source,
+                line=line,
+                column=column,
+                path=format_path(loc),
+                message=message,
+                hint=hint,
+                code=code,
+            )
+        )
 
-    def error(self, where: tuple[Document, tuple[object, ...]], message: str, hint: str = "", code: str = "invalid") -> None:
+    def error(
+        self, where: tuple[Document, tuple[object, ...]], message: str, hint: str = "", code: DiagnosticCode = "invalid"
+    ) -> None:
         self.add("error", where, message, hint, code)
 
-    def warning(self, where: tuple[Document, tuple[object, ...]], message: str, hint: str = "", code: str = "warning") -> None:
+    def warning(
+        self, where: tuple[Document, tuple[object, ...]], message: str, hint: str = "", code: DiagnosticCode = "warning"
+    ) -> None:
         self.add("warning", where, message, hint, code)
 
 
@@ -172,14 +193,14 @@ def validate(
     if fleet_name is None and not documents and not report.items:
         report.items.append(
             Diagnostic(
-                "error",
-                (files or ["<input>"])[0],
-                0,
-                0,
-                "",
-                "no manifest documents were read from the input",
-                "add a 'kind: Fleet' document, or pass --fleet NAME",
-                "fleet",
+                severity="error",
+                file=(files or ["<input>"])[0],
+                line=0,
+                column=0,
+                path="",
+                message="no manifest documents were read from the input",
+                hint="add a 'kind: Fleet' document, or pass --fleet NAME",
+                code="fleet",
             )
         )
     checker = _Checks(gathered, report, now or datetime.now(UTC))
@@ -315,7 +336,9 @@ def _clean_errors(exc: ValidationError, data: Any) -> list[dict[str, Any]]:
     return [e for e in out if not (e["loc"] in deeper and e["type"].endswith(("_type", "_parsing")))]
 
 
-def _explain(err: dict[str, Any], cls: type[BaseModel], *, suggest: bool = True) -> tuple[tuple[object, ...], str, str, str]:
+def _explain(
+    err: dict[str, Any], cls: type[BaseModel], *, suggest: bool = True
+) -> tuple[tuple[object, ...], str, str, DiagnosticCode]:
     loc = err["loc"]
     kind = err["type"]
     field_name = str(loc[-1]) if loc else ""
@@ -605,14 +628,14 @@ def _resolve_fleet(
         if naming.PROFILE_NAME.match(explicit) is None:
             report.items.append(
                 Diagnostic(
-                    "error",
-                    "<command line>",
-                    0,
-                    0,
-                    "--fleet",
-                    f"invalid fleet name {explicit!r}",
-                    "use ^[a-z0-9][a-z0-9_-]{0,63}$",
-                    "fleet",
+                    severity="error",
+                    file="<command line>",
+                    line=0,
+                    column=0,
+                    path="--fleet",
+                    message=f"invalid fleet name {explicit!r}",
+                    hint="use ^[a-z0-9][a-z0-9_-]{0,63}$",
+                    code="fleet",
                 )
             )
             return None
@@ -863,7 +886,7 @@ class _Checks:
         self.check_config(item, settings.config, BOT_COVERED, install=False, prefix=prefix)
         self.effects.check_settings(item.at, prefix, settings, self.report)
         defaults = None if settings is self.defaults else self.defaults
-        hermes_names.check_settings(self.report, item, settings, prefix, defaults, BOT_COVERED)
+        hermes_names.check_settings(self.report, item, settings=settings, prefix=prefix, defaults=defaults, covered=BOT_COVERED)
 
     def check_env_literal(self, where: tuple[Document, tuple[object, ...]], key: str, value: object) -> None:
         """A literal .env value: the same checks the .env writer makes (validate predicts apply)."""
@@ -980,10 +1003,10 @@ class _Checks:
             return
         try:
             data = bounded.read_bytes(resolved, limit)  # regular and small enough, checked before reading
-        except bounded.TooLarge as exc:
+        except TooLarge as exc:
             self.report.error(where, f"{rel!r} is {exc.size:,} bytes, over the {limit:,}-byte limit", code="file_too_large")
             return
-        except bounded.NotRegular as exc:  # a folder, a FIFO, a device: never read
+        except NotRegular as exc:  # a folder, a FIFO, a device: never read
             self.report.error(where, f"{rel!r} is {exc.kind}, not a regular file", "name a regular file", "file_missing")
             return
         except OSError as exc:

@@ -9,17 +9,15 @@ reference (or a `${NAME}` in config.yaml plus a bot `env` reference), and the va
 listed; what cannot be a reference (a URL's credentials, a token inside a title or a prompt) is
 written masked, with a warning. Read-only on the home, and only inside each profile: a link that
 leads out of it (a SOUL.md symlink, an avatar link) is skipped with a warning, as plan refuses it.
-Files are written without following a link (`_write_no_follow`). Called by `hermes-fleet export`.
+Files are written without following a link (`fsio.write_no_follow`). Called by `hermes-fleet export`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import os
 import re
-import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -618,11 +616,11 @@ def write_split(ex: Export, folder: Path, schema: Path | None = None) -> list[Pa
     """A folder per kind: fleet.yaml (policy), sections.yaml, peers.yaml, bots/<bot>.yaml with
     bots/souls/ and bots/avatars/ beside them (referenced files must sit inside a manifest's folder)."""
     written: list[Path] = []
-    folder.mkdir(parents=True, exist_ok=True)
+    fsio.make_dirs(folder)
 
     def put(rel: str, docs: list[dict[str, Any]]) -> None:
         text = schema_line(schema, (folder / rel).parent) + "---\n".join(_dump(d) for d in docs)
-        written.append(_write_no_follow(folder, rel, text.encode("utf-8")))
+        written.append(fsio.write_no_follow(folder, rel, text.encode("utf-8")))
 
     put(
         "fleet.yaml",
@@ -690,7 +688,7 @@ def write_split(ex: Export, folder: Path, schema: Path | None = None) -> list[Pa
         ]
         put(f"bots/{bot['name']}.yaml", docs)
     for name, text in ex.souls.items():
-        written.append(_write_no_follow(folder, f"bots/souls/{name}.md", text.encode("utf-8")))
+        written.append(fsio.write_no_follow(folder, f"bots/souls/{name}.md", text.encode("utf-8")))
     written += _copy_avatars(ex, folder, "bots/")
     return written
 
@@ -702,63 +700,11 @@ def _copy_avatars(ex: Export, folder: Path, under: str = "") -> list[Path]:
         if data is None:
             ex.warnings.append(f"{bot}: {image} is larger than {MAX_AVATAR_BYTES} bytes and was not exported")
             continue
-        written.append(_write_no_follow(folder, f"{under}avatars/{bot}{image.suffix}", data))
+        written.append(fsio.write_no_follow(folder, f"{under}avatars/{bot}{image.suffix}", data))
     return written
 
 
 MAX_AVATAR_BYTES = 16 * 1024 * 1024
-
-
-def _write_no_follow(folder: Path, rel: str, data: bytes) -> Path:
-    """Write `folder/rel` without following a link: each folder below `folder` is opened with
-    O_NOFOLLOW (made when missing), the bytes go to a new temp file beside the target, which
-    then replaces the target's name; a target that is a link (a bots/alpha.yaml planted as a link
-    to ~/.bashrc) is refused, never written through."""
-    *dirs, name = rel.split("/")
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)  # the folder named on the command line itself
-    try:
-        for part in dirs:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(part, 0o777, dir_fd=fd)
-            fd = _reopen(fd, part, folder / rel)
-        _replace_no_follow(fd, name, data, folder / rel)
-    finally:
-        os.close(fd)
-    return folder / rel
-
-
-def _reopen(fd: int, part: str, target: Path) -> int:
-    """The folder `part` inside `fd` (which is closed once it is open; left to the caller on an error)."""
-    try:
-        inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-    except OSError as exc:
-        raise _link_refused(target, f"{part!r} on its way is a link or not a folder") from exc
-    os.close(fd)
-    return inner
-
-
-def _replace_no_follow(fd: int, name: str, data: bytes, target: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
-            raise _link_refused(target, "it is a link")
-    tmp = f".{name}.{os.getpid()}.tmp"
-    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
-    try:
-        with os.fdopen(out, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)  # replaces a name, never writes through one
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=fd)
-        raise
-
-
-def _link_refused(target: Path, why: str) -> ContainmentError:
-    return ContainmentError(
-        f"export refuses to write {target}: {why}; export never writes through a link",
-        path=str(target),
-        hint="remove the link (or export to an empty folder)",
-    )
 
 
 def default_fleet(root: Path) -> str:
@@ -804,8 +750,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"wrote {len(written)} file(s) under {args.split}", file=sys.stderr)
     elif to_file:
         target = Path(to_file)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _write_no_follow(target.parent, target.name, render_single(ex, schema_line(schema, target.parent)).encode("utf-8"))
+        fsio.make_dirs(target.parent)
+        fsio.write_no_follow(target.parent, target.name, render_single(ex, schema_line(schema, target.parent)).encode("utf-8"))
         _copy_avatars(ex, target.parent)
         print(f"wrote {target}", file=sys.stderr)
     else:

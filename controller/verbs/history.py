@@ -231,16 +231,18 @@ def cmd_rollback(args: argparse.Namespace) -> int:
                 render_plan(again, args, group=True)
 
         planned, results = reconciling.apply_once(
-            root,
-            state,
-            result.files,
-            options=options,
-            lock_timeout=args.lock_timeout,
-            before_apply=show,
-            on_conflict=lambda p: render_plan(p, args, kind="rollback"),
-            gateway=gateway,
-            hermes_version=args.hermes_version,
-            snapshot=snap,
+            reconciling.ApplyRequest(
+                root=root,
+                state=state,
+                files=result.files,
+                options=options,
+                lock_timeout=args.lock_timeout,
+                before_apply=show,
+                on_conflict=lambda p: render_plan(p, args, kind="rollback"),
+                gateway=gateway,
+                hermes_version=args.hermes_version,
+                snapshot=snap,
+            )
         )
     plan = planned.plan
     if text_mode:

@@ -16,6 +16,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from controller.adapters import fsio
 from controller.errors import ExitCode, UsageError
 from controller.hermes import naming
 from controller.manifests import schema
@@ -58,8 +59,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         if target.exists() or target.is_symlink():
             kept.append(rel)
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render(template, values), encoding="utf-8")
+        fsio.make_dirs(target.parent)
+        fsio.atomic_write_text(target, render(template, values), expect=None)  # never over a file made meanwhile
         written.append(rel)
     notes = []
     if not found:

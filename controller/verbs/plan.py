@@ -192,18 +192,20 @@ def cmd_apply(args: argparse.Namespace) -> int:
     progress = ProgressLine(enabled=None if text_mode else False)
     try:
         planned, results = reconciling.apply_once(
-            root,
-            result.state,
-            result.files,
-            options=options,
-            lock_timeout=args.lock_timeout,
-            before_apply=show,
-            on_conflict=lambda p: render_plan(p, args, kind="apply"),
-            gateway=common.gateway_options(args),
-            hermes_version=args.hermes_version,
-            snapshot=snapshot,
-            on_progress=progress,
-            selection=common.selection(args),
+            reconciling.ApplyRequest(
+                root=root,
+                state=result.state,
+                files=result.files,
+                options=options,
+                lock_timeout=args.lock_timeout,
+                before_apply=show,
+                on_conflict=lambda p: render_plan(p, args, kind="apply"),
+                gateway=common.gateway_options(args),
+                hermes_version=args.hermes_version,
+                snapshot=snapshot,
+                on_progress=progress,
+                selection=common.selection(args),
+            )
         )
     except ConflictError as exc:
         if getattr(args, "notify", False):

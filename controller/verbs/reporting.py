@@ -18,7 +18,7 @@ from controller.core.types import FieldChange, ObjectChange, Plan
 from controller.diagnostics import Diagnostic, capped, omitted_line
 from controller.engine.applying import ApplyResult, Outcome
 from controller.manifests.validating import ValidationResult
-from controller.redact import Withheld, masked
+from controller.redact import Withheld, masked, unforgeable
 
 JSON_SCHEMA_VERSION = 1
 
@@ -270,7 +270,7 @@ def _fmt(value: Any, where: str = "") -> str:
         return _JSON_CONSTANTS[value]
     elif kind is int:
         return str(value)
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = json.dumps(unforgeable(value), ensure_ascii=False, default=str)  # a real "(secret)" inside: "\\(secret)"
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -487,8 +487,8 @@ def plan_json(
                     {
                         "field": f.field,
                         "op": f.op.value,
-                        "old": shown(f.old, f.field),
-                        "new": shown(f.new, f.field),
+                        "old": unforgeable(shown(f.old, f.field)),
+                        "new": unforgeable(shown(f.new, f.field)),
                         "secret": f.secret,
                         "drift": f.drift,
                         "inherited": f.inherited,
@@ -605,7 +605,7 @@ def _outcome_line(o: Outcome, p: Palette, every: bool) -> str:
         n = len(o.change.fields)
         detail = f" ({n} field(s))" if n and o.change.action.value != "delete" else ""
         return p.green(f"{label}: {done_word(o.change)}") + detail + sent
-    if o.error.startswith("pending:"):  # nothing answered, or a seat waits: the next run tries again
+    if o.pending:  # nothing answered, or a seat waits: the next run tries again
         return p.yellow(f"{label}: {o.error}") + sent
     return p.red(f"{label}: failed") + f": {o.error}" + sent
 

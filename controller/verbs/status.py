@@ -12,6 +12,7 @@ from typing import Any
 from controller.adapters import inventory as inventory_file
 from controller.adapters import locking, suspension
 from controller.adapters.home import HomeLayout, resolve_root
+from controller.codes import WatchResult as R
 from controller.core import drift, rooms
 from controller.core.inventory import Inventory, routine_parts, split_key
 from controller.core.types import GatewayView, LiveProfile
@@ -244,7 +245,7 @@ def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:
         return ""
     p = reporting.Palette(color)
     result = str(watch.get("last_result"))
-    paint = p.green if result in ("applied", "in-sync") else (p.yellow if result in ("drift", "busy") else p.red)
+    paint = p.green if result in (R.APPLIED, R.IN_SYNC) else (p.yellow if result in (R.DRIFT, R.BUSY) else p.red)
     running = watch.get("running")
     if running is False:  # its status file outlives it: say so, not the PID it had
         head = (

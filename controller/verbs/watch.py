@@ -8,6 +8,7 @@ from pathlib import Path
 from controller.adapters import fsio, outbox, watchlock, webhooks
 from controller.adapters.home import HomeLayout, resolve_root
 from controller.adapters.sources import GitSource, LocalSource
+from controller.codes import WatchResult
 from controller.engine import healthserver, watching, watchsignals, watchstatus
 from controller.errors import ExitCode, SecretUnavailable, UsageError
 from controller.manifests import references
@@ -116,12 +117,19 @@ def health_token(args: argparse.Namespace) -> str | None:
     return token
 
 
+ONCE_EXIT: dict[WatchResult, ExitCode] = {  # total: tests/unit/test_codes.py checks every result has one
+    WatchResult.APPLIED: ExitCode.OK,
+    WatchResult.IN_SYNC: ExitCode.OK,
+    WatchResult.DRIFT: ExitCode.OK,
+    WatchResult.STALLED: ExitCode.BAD_INPUT,
+    WatchResult.CONFLICT: ExitCode.CONFLICT,
+    WatchResult.BUSY: ExitCode.CONFLICT,
+    WatchResult.PARTIAL: ExitCode.FAILED,
+    WatchResult.SOURCE_ERROR: ExitCode.FAILED,
+    WatchResult.INTERRUPTED: ExitCode.FAILED,
+    WatchResult.SUSPENDED: ExitCode.OK,  # planned and reported; the suspension is the operator's choice
+}
+
+
 def once_exit(run: watching.Run) -> int:
-    return {
-        "stalled": ExitCode.BAD_INPUT,
-        "conflict": ExitCode.CONFLICT,
-        "busy": ExitCode.CONFLICT,
-        "partial": ExitCode.FAILED,
-        "source-error": ExitCode.FAILED,
-        "interrupted": ExitCode.FAILED,
-    }.get(run.result, ExitCode.OK)
+    return int(ONCE_EXIT[run.result])

@@ -14,7 +14,7 @@ import pytest
 from controller import bounded
 from controller.adapters import fsio, home, locking, profiles
 from controller.adapters.configfile import ConfigDoc
-from controller.errors import ConflictError, ContainmentError, HermesStateError, SecretUnavailable
+from controller.errors import ConflictError, ContainmentError, HermesStateError, NotRegular, SecretUnavailable, TooLarge
 from controller.manifests import references
 from controller.manifests.desired import EnvEntry
 from controller.manifests.models import SecretRef
@@ -26,16 +26,16 @@ def test_bounded_read_refuses_before_reading(tmp_path: Path) -> None:
     big = tmp_path / "big"
     with big.open("wb") as handle:
         handle.truncate(10_000_000)  # sparse: refusing it must not read it
-    with pytest.raises(bounded.TooLarge) as caught:
+    with pytest.raises(TooLarge) as caught:
         bounded.read_bytes(big, 1000)
     assert (caught.value.size, caught.value.limit, caught.value.errno) == (10_000_000, 1000, errno.EFBIG)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    with pytest.raises(bounded.NotRegular, match="FIFO"):
+    with pytest.raises(NotRegular, match="FIFO"):
         bounded.read_bytes(fifo, 1000)  # a plain open() would block here forever
-    with pytest.raises(bounded.NotRegular, match="character device"):
+    with pytest.raises(NotRegular, match="character device"):
         bounded.read_bytes("/dev/zero", 1000)
-    with pytest.raises(bounded.NotRegular, match="folder"):
+    with pytest.raises(NotRegular, match="folder"):
         bounded.read_bytes(tmp_path, 1000)
     assert bounded.read_or_none(tmp_path / "missing", 10) is None
     (tmp_path / "ok").write_bytes(b"12345")

@@ -11,15 +11,22 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from controller.codes import WatchResult as R
 from controller.core import watching as policy
 from controller.core.types import Action, Kind, ObjectChange, Plan, Reason, RunResult
 from controller.core.watching import Effect, LoopState, Options, Run
 
-NOOP = ObjectChange(Kind.BOT, "alpha", Action.NOOP, Reason.MANAGED)
-PENDING = ObjectChange(Kind.BOT, "beta", Action.UPDATE, Reason.MANAGED)  # the manifests say more than the home
-HAND_EDIT = ObjectChange(Kind.BOT, "beta", Action.UPDATE, Reason.MANAGED, drift=True)
-UNREACHABLE = ObjectChange(Kind.ROOM, "Ops", Action.ERROR, Reason.MANAGED, "pending: gateway unreachable")
-TAKEN = ObjectChange(Kind.BOT, "gamma", Action.CONFLICT, Reason.FOREIGN_OWNER, "owned by fleet 'other'")
+NOOP = ObjectChange(kind=Kind.BOT, name="alpha", action=Action.NOOP, code=Reason.MANAGED)
+PENDING = ObjectChange(
+    kind=Kind.BOT, name="beta", action=Action.UPDATE, code=Reason.MANAGED
+)  # the manifests say more than the home
+HAND_EDIT = ObjectChange(kind=Kind.BOT, name="beta", action=Action.UPDATE, code=Reason.MANAGED, drift=True)
+UNREACHABLE = ObjectChange(
+    kind=Kind.ROOM, name="Ops", action=Action.ERROR, code=Reason.MANAGED, reason="pending: gateway unreachable"
+)
+TAKEN = ObjectChange(
+    kind=Kind.BOT, name="gamma", action=Action.CONFLICT, code=Reason.FOREIGN_OWNER, reason="owned by fleet 'other'"
+)
 SUSPENDED = "suspended by ops@box at 2026-12-03T12:00:00+00:00: migrating"
 
 
@@ -157,9 +164,9 @@ def test_a_source_that_could_not_be_read(stopping: bool, transient: bool, result
 
 
 def test_routine_health_reads_the_jobs_of_managed_routines() -> None:
-    failing = ObjectChange(Kind.ROUTINE, "alpha/Morning", Action.NOOP, Reason.MANAGED, ref="j1")
-    fine = ObjectChange(Kind.ROUTINE, "alpha/Evening", Action.NOOP, Reason.MANAGED, ref="j2")
-    unwritten = ObjectChange(Kind.ROUTINE, "alpha/Night", Action.CREATE, Reason.MANAGED)  # no job yet
+    failing = ObjectChange(kind=Kind.ROUTINE, name="alpha/Morning", action=Action.NOOP, code=Reason.MANAGED, ref="j1")
+    fine = ObjectChange(kind=Kind.ROUTINE, name="alpha/Evening", action=Action.NOOP, code=Reason.MANAGED, ref="j2")
+    unwritten = ObjectChange(kind=Kind.ROUTINE, name="alpha/Night", action=Action.CREATE, code=Reason.MANAGED)  # no job yet
     jobs = {"alpha": [{"id": "j1", "last_status": "error"}, {"id": "j2", "last_status": "ok"}]}
     assert policy.routine_health(plan(failing, fine, unwritten), jobs) == {
         ("alpha", "Morning"): True,
@@ -186,7 +193,7 @@ def test_routine_health_reads_the_jobs_of_managed_routines() -> None:
 def test_what_a_pass_leaves_stalled_and_good(
     before: LoopState, result: str, effect: Effect, stalled: str | None, good: str | None
 ) -> None:
-    after = policy.after_pass(before, Run("T", "interval", result, "r2"), effect)
+    after = policy.after_pass(before, Run(at="T", trigger="interval", result=R(result), revision="r2"), effect)
     assert (after.stalled_revision, after.last_good_revision) == (stalled, good)
     assert policy.is_stalled(after, "r2") is (stalled == "r2")
 
@@ -206,7 +213,9 @@ def test_what_a_pass_leaves_stalled_and_good(
 )
 def test_backoff_after_transient_failures(failures: int, result: str, after: int, delay: float) -> None:
     rng = FakeRng(0.5)
-    state, waited = policy.delay_after(LoopState(failures=failures), Run("T", "t", result), Options(interval=60.0), rng)
+    state, waited = policy.delay_after(
+        LoopState(failures=failures), Run(at="T", trigger="t", result=R(result)), Options(interval=60.0), rng
+    )
     assert (state.failures, waited) == (after, delay)
     assert rng.asked == []  # no jitter on a retry
 
@@ -224,7 +233,7 @@ def test_backoff_after_transient_failures(failures: int, result: str, after: int
 def test_jitter_spreads_the_interval(at: float, interval: float, jitter: float, delay: float) -> None:
     rng = FakeRng(at)
     state, waited = policy.delay_after(
-        LoopState(failures=3), Run("T", "t", "applied"), Options(interval=interval, jitter=jitter), rng
+        LoopState(failures=3), Run(at="T", trigger="t", result=R.APPLIED), Options(interval=interval, jitter=jitter), rng
     )
     assert state.failures == 0  # a settled pass ends the run of failures
     assert waited == pytest.approx(delay)
@@ -233,7 +242,10 @@ def test_jitter_spreads_the_interval(at: float, interval: float, jitter: float, 
 
 
 def test_a_seeded_rng_gives_the_same_spread_within_bounds() -> None:
-    first = [policy.delay_after(LoopState(), Run("T", "t", "in-sync"), Options(), random.Random(7))[1] for _ in range(3)]
+    first = [
+        policy.delay_after(LoopState(), Run(at="T", trigger="t", result=R.IN_SYNC), Options(), random.Random(7))[1]
+        for _ in range(3)
+    ]
     assert len(set(first)) == 1 and 270.0 <= first[0] <= 330.0
 
 
@@ -269,7 +281,7 @@ def test_overrun_with_a_fake_clock(started: float | None, now: float, late: floa
     ],
 )
 def test_healthz(last: str | None, failures: int, late: float | None, healthy: bool, body: dict[str, object]) -> None:
-    run = Run("T", "t", last) if last else None
+    run = Run(at="T", trigger="t", result=R(last)) if last else None
     assert policy.healthz(run, failures, late) == (healthy, body)
 
 

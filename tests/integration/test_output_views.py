@@ -116,10 +116,13 @@ def test_apply_quiet_prints_the_plan_summary_and_the_result(home: Path, manifest
 def test_field_summary_counts_a_family_of_keys_once() -> None:
     from controller.core.types import FieldChange, Op
 
-    changes = tuple(FieldChange(f"config:platform_toolsets.p{i}", Op.ADD, None, ["web"]) for i in range(5))
-    changes += (FieldChange("meta:title", Op.CHANGE, "a", "b", drift=True), FieldChange("x.y", Op.ADD, None, 1))
+    changes = tuple(FieldChange(field=f"config:platform_toolsets.p{i}", op=Op.ADD, old=None, new=["web"]) for i in range(5))
+    changes += (
+        FieldChange(field="meta:title", op=Op.CHANGE, old="a", new="b", drift=True),
+        FieldChange(field="x.y", op=Op.ADD, old=None, new=1),
+    )
     assert reporting.field_summary(changes) == "7 field(s): config:platform_toolsets.* (5), meta:title, x.y; 1 drifted"
-    many = tuple(FieldChange(f"config:k{i}", Op.ADD, None, 1) for i in range(40))
+    many = tuple(FieldChange(field=f"config:k{i}", op=Op.ADD, old=None, new=1) for i in range(40))
     text = reporting.field_summary(many)
     assert len(text) <= 90 and text.endswith(", ...")
 

@@ -391,7 +391,9 @@ def run_once(manifest: Path, home: Path, should_stop: Any) -> Any:
 
     loaded = reading.load_paths([str(manifest)], recursive=True, fleet=None)
     assert loaded.state is not None
-    return reconciling.apply_once(home, loaded.state, [str(manifest)], should_stop=should_stop)[1]
+    return reconciling.apply_once(
+        reconciling.ApplyRequest(root=home, state=loaded.state, files=[str(manifest)], should_stop=should_stop)
+    )[1]
 
 
 def test_a_stop_before_anything_is_written_writes_no_profile_and_no_job(home: Path, manifests: Path) -> None:

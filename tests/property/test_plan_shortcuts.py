@@ -38,8 +38,8 @@ def test_a_new_bot_gets_what_the_general_path_gives(desired: dict[str, Any], dat
     inventory = Inventory(fleet="f", salt="s")
     absent = LiveProfile(name="b", path=Path("/h/profiles/b"), exists=False)
     empty = LiveProfile(name="b", path=Path("/h/profiles/b"), exists=True)
-    fast = bots.diff_fields(desired, absent, {}, secret_keys, inventory, inherited)
-    general = bots.diff_fields(desired, empty, {}, secret_keys, inventory, inherited)
+    fast = bots.diff_fields(desired, absent, applied={}, secret_keys=secret_keys, inventory=inventory, inherited=inherited)
+    general = bots.diff_fields(desired, empty, applied={}, secret_keys=secret_keys, inventory=inventory, inherited=inherited)
     assert fast == general
 
 

@@ -106,7 +106,7 @@ def test_the_apply_snapshot_holds_text_not_the_manifest_trees(tmp_path: Path) ->
     )
     result = reading.load_paths([str(fleet)], recursive=False, fleet=None)
     assert not result.errors
-    unpacked = history.Snapshot([history._document(doc) for doc in result.loaded])
+    unpacked = history.Snapshot(documents=[history._document(doc) for doc in result.loaded])
     snap = history.snapshot(result, fleet_arg=None, host=None, revision="r")
     assert snap.documents == [] and snap.packed == history_file.documents_json(unpacked.documents)
     assert snap.fingerprint == unpacked.fingerprint
@@ -148,12 +148,12 @@ def test_observation_holds_one_copy_of_what_profiles_share(tmp_path: Path) -> No
 def test_the_plan_is_written_in_pieces_as_the_same_text() -> None:
     changes = tuple(
         ObjectChange(
-            Kind.BOT,
-            f"bot{i}",
-            Action.CREATE,
-            Reason.NEW,
-            "profile does not exist",
-            tuple(FieldChange(f"config:k{j}", Op.ADD, None, [j, "x"]) for j in range(3)),
+            kind=Kind.BOT,
+            name=f"bot{i}",
+            action=Action.CREATE,
+            code=Reason.NEW,
+            reason="profile does not exist",
+            fields=tuple(FieldChange(field=f"config:k{j}", op=Op.ADD, old=None, new=[j, "x"]) for j in range(3)),
         )
         for i in range(7)
     )

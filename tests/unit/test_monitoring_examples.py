@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
+from controller.codes import WatchResult
 from controller.core import health as health_core
 from controller.engine import watching
 from controller.engine.metrics import Metrics
@@ -63,7 +64,12 @@ def test_the_dashboard_and_the_rules_ask_only_for_exposed_metrics() -> None:
     metrics = Metrics("alpha", 120.0)
     metrics.observe_slice("acme", ["a1"])
     metrics.observe_routines({("a1", "Morning"): False})
-    metrics.record(watching.Run("now", "start", "applied", "abc"), now=1.0, failures=0, good_revision="abc")
+    metrics.record(
+        watching.Run(at="now", trigger="start", result=WatchResult.APPLIED, revision="abc"),
+        now=1.0,
+        failures=0,
+        good_revision="abc",
+    )
     gateway = health_core.GatewayRuntime(running=False)
     bot = health_core.BotRuntime("a1", "openrouter", frozenset(), frozenset(), 1.0, None, gateway)
     metrics.observe_health(health_core.Health(bots=(bot,), now=2.0))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from controller import errors
 from controller.adapters import gateway
 from controller.redact import redact_text, redact_url
 from tests.integration.helpers import hermes_fleet, write_fleet
@@ -39,7 +40,7 @@ def test_redact_text_masks_every_url_inside_a_message() -> None:
 def test_gateway_errors_never_show_a_credential_in_the_url() -> None:
     error = gateway.classify(OSError(111, "Connection refused to ws://u:SECRET@127.0.0.1:1/api/ws"))
     assert "SECRET" not in str(error) and "***@127.0.0.1" in str(error)
-    with pytest.raises(gateway.GatewayIncompatible) as caught:
+    with pytest.raises(errors.GatewayIncompatible) as caught:
         gateway.ws_url("ftp://u:SECRET@host")
     assert "SECRET" not in str(caught.value)
 

@@ -321,8 +321,14 @@ def test_not_applied_lines_are_capped_with_a_count_of_the_rest() -> None:
     from controller.core.types import Action, Kind, ObjectChange, Reason
     from controller.verbs.plan import not_applied
 
-    errors = [ObjectChange(Kind.ROOM, f"R{i}", Action.ERROR, Reason.MANAGED, f"waits for bot/b{i}") for i in range(25)]
-    errors += [ObjectChange(Kind.BOT, f"b{i}", Action.ERROR, Reason.MANAGED, "env KEY: unset") for i in range(4)]
+    errors = [
+        ObjectChange(kind=Kind.ROOM, name=f"R{i}", action=Action.ERROR, code=Reason.MANAGED, reason=f"waits for bot/b{i}")
+        for i in range(25)
+    ]
+    errors += [
+        ObjectChange(kind=Kind.BOT, name=f"b{i}", action=Action.ERROR, code=Reason.MANAGED, reason="env KEY: unset")
+        for i in range(4)
+    ]
     lines = not_applied(errors, limit=3)
     assert lines == [
         "hermes-fleet: room/R0 not applied: waits for bot/b0",

@@ -17,10 +17,18 @@ def planned(*changes: ObjectChange) -> SimpleNamespace:
     return SimpleNamespace(root=Path("."), plan=Plan("acme", "sha256:0", tuple(changes)))
 
 
-SETTLED = ObjectChange(Kind.BOT, "alpha", Action.NOOP, Reason.MANAGED)
-DRIFT = ObjectChange(Kind.BOT, "beta", Action.UPDATE, Reason.MANAGED, drift=True)
-UNREACHABLE = ObjectChange(Kind.ROOM, "Ops", Action.ERROR, Reason.MANAGED, "pending: gateway unreachable (no gateway is running)")
-TAKEN = ObjectChange(Kind.BOT, "gamma", Action.CONFLICT, Reason.FOREIGN_OWNER, "owned by fleet 'other'")
+SETTLED = ObjectChange(kind=Kind.BOT, name="alpha", action=Action.NOOP, code=Reason.MANAGED)
+DRIFT = ObjectChange(kind=Kind.BOT, name="beta", action=Action.UPDATE, code=Reason.MANAGED, drift=True)
+UNREACHABLE = ObjectChange(
+    kind=Kind.ROOM,
+    name="Ops",
+    action=Action.ERROR,
+    code=Reason.MANAGED,
+    reason="pending: gateway unreachable (no gateway is running)",
+)
+TAKEN = ObjectChange(
+    kind=Kind.BOT, name="gamma", action=Action.CONFLICT, code=Reason.FOREIGN_OWNER, reason="owned by fleet 'other'"
+)
 
 
 @pytest.mark.parametrize(

@@ -152,6 +152,7 @@ def applied_record(desired: Mapping[str, Any], secret_keys: frozenset[str] | set
 def diff_fields(
     desired: Mapping[str, Any],
     live: LiveProfile,
+    *,
     applied: Mapping[str, Any],
     secret_keys: frozenset[str] | set[str],
     inventory: Inventory,
@@ -161,7 +162,15 @@ def diff_fields(
         # A new profile, never applied: every desired field is added, nothing is live to compare,
         # drift or remove (what the loop below gives, without its per-field look-ups).
         return [
-            FieldChange(name, Op.ADD, None, shown(name, desired[name], secret), secret, False, inherited=name in inherited)
+            FieldChange(
+                field=name,
+                op=Op.ADD,
+                old=None,
+                new=shown(name, desired[name], secret),
+                secret=secret,
+                drift=False,
+                inherited=name in inherited,
+            )
             for name in sorted(desired)
             for secret in (name.startswith("env:") and name[4:] in secret_keys,)
         ]
@@ -183,18 +192,20 @@ def diff_fields(
             op = Op.CHANGE if present else Op.ADD
             changes.append(
                 FieldChange(
-                    name,
-                    op,
-                    shown(name, live_raw if present else None, secret),
-                    shown(name, desired[name], secret),
-                    secret,
-                    drifted,
+                    field=name,
+                    op=op,
+                    old=shown(name, live_raw if present else None, secret),
+                    new=shown(name, desired[name], secret),
+                    secret=secret,
+                    drift=drifted,
                     inherited=name in inherited,
                 )
             )
         elif present and not drifted and name not in KEPT_ON_RELEASE and live_raw != clear_value(name):
             # No longer in the manifests, and untouched since we applied it: remove / clear it.
-            changes.append(FieldChange(name, Op.REMOVE, shown(name, live_raw, secret), None, secret, False))
+            changes.append(
+                FieldChange(field=name, op=Op.REMOVE, old=shown(name, live_raw, secret), new=None, secret=secret, drift=False)
+            )
     return changes
 
 
@@ -219,7 +230,15 @@ def plan_install(inputs: Inputs) -> ObjectChange:
     live = obs.live[DEFAULT_PROFILE]
 
     def install(action: Action, code: Reason, reason: str, fields: tuple[FieldChange, ...] = ()) -> ObjectChange:
-        return ObjectChange(Kind.INSTALL, "root", action, code, reason, fields, drift=any(f.drift for f in fields))
+        return ObjectChange(
+            kind=Kind.INSTALL,
+            name="root",
+            action=action,
+            code=code,
+            reason=reason,
+            fields=fields,
+            drift=any(f.drift for f in fields),
+        )
 
     if live.errors:
         return install(Action.ERROR, Reason.UNREADABLE, "; ".join(live.errors))
@@ -240,7 +259,13 @@ def install_diff(inputs: Inputs, desired: Mapping[str, Any]) -> list[FieldChange
     """The root profile's field changes, removals included (plan_install leaves those to --prune)."""
     obs = inputs.observed
     applied = inputs.inventory.applied(INSTALL_KEY)
-    fields = diff_fields(desired, obs.live[DEFAULT_PROFILE], applied, obs.secret_keys.get("", frozenset()), inputs.inventory)
+    fields = diff_fields(
+        desired,
+        obs.live[DEFAULT_PROFILE],
+        applied=applied,
+        secret_keys=obs.secret_keys.get("", frozenset()),
+        inventory=inputs.inventory,
+    )
     # The `default` bot is the root profile: a key it declares is its own, never removed as install-wide.
     default = inputs.state.bots.get(DEFAULT_PROFILE)
     if default is not None and any(f.op is Op.REMOVE for f in fields):
@@ -346,7 +371,16 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
     def change(
         action: Action, code: Reason, reason: str, fields: list[FieldChange] | None = None, drifted: bool = False
     ) -> ObjectChange:
-        return ObjectChange(Kind.BOT, bot.name, action, code, reason, tuple(fields or ()), origin, drifted)
+        return ObjectChange(
+            kind=Kind.BOT,
+            name=bot.name,
+            action=action,
+            code=code,
+            reason=reason,
+            fields=tuple(fields or ()),
+            origin=origin,
+            drift=drifted,
+        )
 
     planted = planted_marker(inputs, bot.name)
     if planted and not inputs.options.adopt:
@@ -384,13 +418,17 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
                 f"profiles/.deleted/{bot.name} marks this profile as "
                 "deleted by Hermes; remove the tombstone with `hermes profile create` or rename the bot",
             )
-        fields = diff_fields(desired, live, {}, secret_keys, inputs.inventory, want.inherited)
+        fields = diff_fields(
+            desired, live, applied={}, secret_keys=secret_keys, inventory=inputs.inventory, inherited=want.inherited
+        )
         if owned:
             return change(
                 Action.CREATE, Reason.RECREATED, "profile was deleted outside hermes-fleet; recreating it", fields, drifted=True
             )
         return change(Action.CREATE, Reason.NEW, "profile does not exist", fields)
-    fields = diff_fields(desired, live, applied, secret_keys, inputs.inventory, want.inherited)
+    fields = diff_fields(
+        desired, live, applied=applied, secret_keys=secret_keys, inventory=inputs.inventory, inherited=want.inherited
+    )
     if owned:
         kept = inherited_left(inputs, bot.name)
         fields = [f for f in fields if not (f.op is Op.REMOVE and f.field in kept)]
@@ -413,7 +451,7 @@ def plan_bot(inputs: Inputs, bot: DesiredBot) -> ObjectChange:
 
 def plan_orphan(inputs: Inputs, name: str) -> ObjectChange:
     def orphan(action: Action, code: Reason, reason: str) -> ObjectChange:
-        return ObjectChange(Kind.BOT, name, action, code, reason)
+        return ObjectChange(kind=Kind.BOT, name=name, action=action, code=code, reason=reason)
 
     if name == DEFAULT_PROFILE:
         return orphan(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,7 +57,7 @@ def plan_rooms(inputs: Inputs, bot_actions: Mapping[str, Action]) -> tuple[list[
     if view is None and not needed(state, inputs.inventory):
         return changes, notes
     view = view or GatewayView(error="pending: gateway not consulted")
-    problem = view.error or capability_problem(view)
+    problem = gateway_problem(view)
     sources = {r.renamed_from: r.name for r in state.rooms.values() if r.renamed_from}
     for room in state.rooms.values():
         changes.append(plan_room(inputs, room, bot_actions, view, problem))
@@ -87,13 +88,27 @@ def plan_rooms(inputs: Inputs, bot_actions: Mapping[str, Action]) -> tuple[list[
 
 
 def _err(name: str, code: Reason, reason: str, ref: str = "") -> ObjectChange:
-    return ObjectChange(Kind.ROOM, name, Action.ERROR, code, reason, ref=ref)
+    return ObjectChange(kind=Kind.ROOM, name=name, action=Action.ERROR, code=code, reason=reason, ref=ref)
 
 
-def _pending(name: str, problem: str, ref: str = "") -> ObjectChange:
-    reason = problem if problem.startswith(("pending", "gateway too old")) else f"pending: {problem}"
-    code = Reason.GATEWAY_PENDING if problem.startswith("pending") else Reason.GATEWAY_UNSUPPORTED
-    return _err(name, code, reason, ref)
+@dataclass(frozen=True)
+class Blocked:
+    """Why no room can be planned against this gateway: its code and the reason shown."""
+
+    code: Reason  # GATEWAY_PENDING (it could not be asked) or GATEWAY_UNSUPPORTED (it cannot own rooms)
+    reason: str
+
+
+def gateway_problem(view: GatewayView) -> Blocked | None:
+    """What keeps every room from being planned: the gateway could not be asked, or cannot own rooms."""
+    if view.error:
+        return Blocked(view.error_code, view.error)
+    missing = capability_problem(view)
+    return Blocked(Reason.GATEWAY_UNSUPPORTED, f"pending: {missing}") if missing else None
+
+
+def _pending(name: str, problem: Blocked, ref: str = "") -> ObjectChange:
+    return _err(name, problem.code, problem.reason, ref)
 
 
 def _no_driver(view: GatewayView, name: str, what: str, ref: str = "") -> ObjectChange:
@@ -146,7 +161,9 @@ def _peer_problem(inputs: Inputs, room: Room, view: GatewayView) -> ObjectChange
     return None
 
 
-def plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], view: GatewayView, problem: str) -> ObjectChange:
+def plan_room(
+    inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], view: GatewayView, problem: Blocked | None
+) -> ObjectChange:
     """One room of the manifests against the gateway (also used to re-plan a room mid-apply)."""
     fleet = inputs.state.fleet
     name = room.name
@@ -154,11 +171,11 @@ def plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], vie
     foreign = inputs.observed.foreign
     if key in foreign:
         return ObjectChange(
-            Kind.ROOM,
-            name,
-            Action.CONFLICT,
-            Reason.FOREIGN_OWNER,
-            f"room {name!r} is owned by fleet {foreign[key]!r}; two fleets never manage one object",
+            kind=Kind.ROOM,
+            name=name,
+            action=Action.CONFLICT,
+            code=Reason.FOREIGN_OWNER,
+            reason=f"room {name!r} is owned by fleet {foreign[key]!r}; two fleets never manage one object",
         )
     waiting = [m for m in room.members if bot_actions.get(m) in (Action.CONFLICT, Action.ERROR)]
     if waiting:
@@ -178,16 +195,26 @@ def plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], vie
     base = base_room_id(fleet, name)
     if entry is not None and live is not None and not live.get("disbanded_at"):
         code, reason = (Reason.RENAMED, "renamed") if renamed else (Reason.MANAGED, "managed by this fleet")
-        return _update(inputs, room, live, entry, Action.UPDATE, code, reason, live["room_id"], view)
+        return _update(
+            inputs,
+            room,
+            live=live,
+            entry=entry,
+            action=Action.UPDATE,
+            code=code,
+            reason=reason,
+            room_id=live["room_id"],
+            view=view,
+        )
     if entry is not None:
         gone = "disbanded" if live else "gone from the gateway"
         return _create(
             inputs,
             room,
-            base,
-            view,
-            Reason.RECREATED,
-            f"room was {gone} outside hermes-fleet; creating a new one (room ids are never reused)",
+            base=base,
+            view=view,
+            code=Reason.RECREATED,
+            reason=f"room was {gone} outside hermes-fleet; creating a new one (room ids are never reused)",
             drifted=True,
             old_name=applied.get("name"),
         )
@@ -214,47 +241,47 @@ def plan_room(inputs: Inputs, room: Room, bot_actions: Mapping[str, Action], vie
         return _update(
             inputs,
             room,
-            live,
-            {},
-            Action.ADOPT,
-            Reason.ID_EXISTS,
-            "this fleet's room id already exists (an earlier create's reply was lost, or the inventory was reset)",
-            live["room_id"],
-            view,
+            live=live,
+            entry={},
+            action=Action.ADOPT,
+            code=Reason.ID_EXISTS,
+            reason="this fleet's room id already exists (an earlier create's reply was lost, or the inventory was reset)",
+            room_id=live["room_id"],
+            view=view,
         )
     if others and not inputs.options.adopt:
         return ObjectChange(
-            Kind.ROOM,
-            name,
-            Action.CONFLICT,
-            Reason.UNMANAGED,
-            f"a room named {name!r} exists on the "
+            kind=Kind.ROOM,
+            name=name,
+            action=Action.CONFLICT,
+            code=Reason.UNMANAGED,
+            reason=f"a room named {name!r} exists on the "
             f"gateway ({', '.join(others)}) that this fleet does not own; re-run with --adopt to take "
             "it over",
             ref=others[0],
         )
     if len(others) > 1:
         return ObjectChange(
-            Kind.ROOM,
-            name,
-            Action.CONFLICT,
-            Reason.AMBIGUOUS,
-            f"{len(others)} rooms are named "
+            kind=Kind.ROOM,
+            name=name,
+            action=Action.CONFLICT,
+            code=Reason.AMBIGUOUS,
+            reason=f"{len(others)} rooms are named "
             f"{name!r} ({', '.join(others)}); --adopt cannot choose one: rename or disband the others",
         )
     if others:
         return _update(
             inputs,
             room,
-            view.rooms[others[0]],
-            {},
-            Action.ADOPT,
-            Reason.ADOPTED,
-            "existing room taken over (--adopt)",
-            others[0],
-            view,
+            live=view.rooms[others[0]],
+            entry={},
+            action=Action.ADOPT,
+            code=Reason.ADOPTED,
+            reason="existing room taken over (--adopt)",
+            room_id=others[0],
+            view=view,
         )
-    return _create(inputs, room, base, view, Reason.NEW, "new room")
+    return _create(inputs, room, base=base, view=view, code=Reason.NEW, reason="new room")
 
 
 def _group_fields(inputs: Inputs, edits: list[GroupEdit]) -> list[FieldChange]:
@@ -264,18 +291,18 @@ def _group_fields(inputs: Inputs, edits: list[GroupEdit]) -> list[FieldChange]:
         before = groups_of(live.meta if live is not None else None)
         after = edit.applied_to(before)
         if after != before:
-            out.append(FieldChange(f"groups:{edit.bot}", Op.CHANGE, before, after))
+            out.append(FieldChange(field=f"groups:{edit.bot}", op=Op.CHANGE, old=before, new=after))
     return out
 
 
 def _create(
     inputs: Inputs,
     room: Room,
+    *,
     base: str,
     view: GatewayView,
     code: Reason,
     reason: str,
-    *,
     drifted: bool = False,
     old_name: str | None = None,
 ) -> ObjectChange:
@@ -286,20 +313,23 @@ def _create(
     if _peers(room) and (blind := missing_feature(view, GRANT_FINGERPRINTS)):
         return _err(room.name, Reason.GATEWAY_UNSUPPORTED, f"remote members must be seated, but {blind}")
     # In the order apply writes: create, register each seat, then the policy.
-    fields = [FieldChange("room:name", Op.ADD, None, room.name), FieldChange("room:members", Op.ADD, None, list(room.members))]
-    fields += [FieldChange(f"seat:{m}", Op.ADD, None, "invited and registered") for m in _peers(room)]
+    fields = [
+        FieldChange(field="room:name", op=Op.ADD, old=None, new=room.name),
+        FieldChange(field="room:members", op=Op.ADD, old=None, new=list(room.members)),
+    ]
+    fields += [FieldChange(field=f"seat:{m}", op=Op.ADD, old=None, new="invited and registered") for m in _peers(room)]
     if room.who_answers != "everyone":
-        fields.append(FieldChange("room:who_answers", Op.ADD, None, room.who_answers))
+        fields.append(FieldChange(field="room:who_answers", op=Op.ADD, old=None, new=room.who_answers))
     rename = (old_name, room.name) if old_name and old_name != room.name else None
     local = [m for m in room.members if "/" not in m]
     fields += _group_fields(inputs, [GroupEdit(m, add=room.name, rename=rename) for m in local])
     return ObjectChange(
-        Kind.ROOM,
-        room.name,
-        Action.CREATE,
-        code,
-        f"{reason}; room id {base}-<random>",
-        tuple(fields),
+        kind=Kind.ROOM,
+        name=room.name,
+        action=Action.CREATE,
+        code=code,
+        reason=f"{reason}; room id {base}-<random>",
+        fields=tuple(fields),
         drift=drifted,
         ref=base,  # the id family: applying picks the random suffix
     )
@@ -332,7 +362,12 @@ def _seat_fields(
             waiting.append(f"remote member {key} is not seated ({mine['pending']}); tried again after {when}")
             continue
         out.append(
-            FieldChange(f"seat:{key}", Op.CHANGE, need, "renewed" if need.startswith("grant ends") else "invited and registered")
+            FieldChange(
+                field=f"seat:{key}",
+                op=Op.CHANGE,
+                old=need,
+                new="renewed" if need.startswith("grant ends") else "invited and registered",
+            )
         )
     return out, waiting
 
@@ -356,6 +391,7 @@ def _seat_need(route: Mapping[str, Any] | None, mine: Mapping[str, Any], now: fl
 def _update(
     inputs: Inputs,
     room: Room,
+    *,
     live: Mapping[str, Any],
     entry: Mapping[str, Any],
     action: Action,
@@ -372,7 +408,7 @@ def _update(
     for step in steps:
         key = step.field.partition(":")[2]
         drifted = key in have and drift.room_field_drifted(applied.get(key), have[key])
-        fields.append(FieldChange(step.field, Op.CHANGE, step.old, step.new, drift=drifted))
+        fields.append(FieldChange(field=step.field, op=Op.CHANGE, old=step.old, new=step.new, drift=drifted))
     changed = {
         "room:name" if s.method == RENAME_METHOD else "room:members" if s.method == MEMBERS_METHOD else "room:who_answers"
         for s in steps
@@ -413,12 +449,12 @@ def _update(
     if not fields and action is Action.UPDATE:
         action = Action.NOOP
     return ObjectChange(
-        Kind.ROOM,
-        room.name,
-        action,
-        code,
-        f"{reason}; room id {room_id}" + "".join(f"; {w}" for w in waiting),
-        tuple(fields),
+        kind=Kind.ROOM,
+        name=room.name,
+        action=action,
+        code=code,
+        reason=f"{reason}; room id {room_id}" + "".join(f"; {w}" for w in waiting),
+        fields=tuple(fields),
         drift=any(f.drift for f in fields),
         ref=room_id,
     )
@@ -429,7 +465,7 @@ def replan(inputs: Inputs, room: Room, fresh: Mapping[str, Any]) -> ObjectChange
     because the room's revision changed under us). Pure: the read comes in as a value."""
     view = inputs.observed.rooms or GatewayView()
     view = dataclasses.replace(view, rooms={**view.rooms, str(fresh.get("room_id")): fresh})
-    return plan_room(inputs, room, {}, view, view.error or capability_problem(view))
+    return plan_room(inputs, room, {}, view, gateway_problem(view))
 
 
 SEAT_FIXES = {
@@ -445,7 +481,7 @@ SEAT_FIXES = {
 }
 
 
-def _plan_seat(seat: Seat, bot_actions: Mapping[str, Action], view: GatewayView, problem: str) -> ObjectChange:
+def _plan_seat(seat: Seat, bot_actions: Mapping[str, Action], view: GatewayView, problem: Blocked | None) -> ObjectChange:
     """This machine's half of a seat: its gateway must be able to serve the bot over RoomLink."""
     where = f"bot/{seat.bot} is a member ({seat.peer}/{seat.bot}) of room {seat.room!r}, which the gateway of " + (
         f"host {seat.room_host!r}" if seat.room_host else "another machine"
@@ -454,11 +490,11 @@ def _plan_seat(seat: Seat, bot_actions: Mapping[str, Action], view: GatewayView,
         return _err(seat.room, Reason.WAITS_FOR_BOT, f"{where} owns; waits for bot/{seat.bot}")
     if bot_actions.get(seat.bot) is Action.CREATE:
         return ObjectChange(
-            Kind.ROOM,
-            seat.room,
-            Action.NOOP,
-            Reason.REMOTE_SEAT,
-            f"{where} converges; bot/{seat.bot} is created by this apply, the next plan checks that this gateway "
+            kind=Kind.ROOM,
+            name=seat.room,
+            action=Action.NOOP,
+            code=Reason.REMOTE_SEAT,
+            reason=f"{where} converges; bot/{seat.bot} is created by this apply, the next plan checks that this gateway "
             "serves it (a gateway picks up a new profile when it restarts: `hermes gateway restart`)",
         )
     if problem:
@@ -481,21 +517,26 @@ def _plan_seat(seat: Seat, bot_actions: Mapping[str, Action], view: GatewayView,
     if fix:
         return _err(seat.room, Reason.GATEWAY_UNSUPPORTED, f"{where} owns, cannot be served by this gateway: {fix}")
     return ObjectChange(
-        Kind.ROOM,
-        seat.room,
-        Action.NOOP,
-        Reason.REMOTE_SEAT,
-        f"{where} converges; this gateway serves the bot at {endpoint.get('url')}",
+        kind=Kind.ROOM,
+        name=seat.room,
+        action=Action.NOOP,
+        code=Reason.REMOTE_SEAT,
+        reason=f"{where} converges; this gateway serves the bot at {endpoint.get('url')}",
     )
 
 
-def _plan_orphan(inputs: Inputs, name: str, view: GatewayView, problem: str) -> ObjectChange:
+def _plan_orphan(inputs: Inputs, name: str, view: GatewayView, problem: Blocked | None) -> ObjectChange:
     entry = inputs.inventory.objects[room_key(name)]
     room_id = str(entry.get("room_id") or "")
     applied = entry.get("applied", {})
     if not inputs.options.prune:
         return ObjectChange(
-            Kind.ROOM, name, Action.ORPHAN, Reason.REMOVED, "removed from the manifests; `apply --prune` disbands it", ref=room_id
+            kind=Kind.ROOM,
+            name=name,
+            action=Action.ORPHAN,
+            code=Reason.REMOVED,
+            reason="removed from the manifests; `apply --prune` disbands it",
+            ref=room_id,
         )
     if problem:
         return _pending(name, problem, ref=room_id)
@@ -504,22 +545,22 @@ def _plan_orphan(inputs: Inputs, name: str, view: GatewayView, problem: str) -> 
     fields = tuple(_group_fields(inputs, edits))
     if live is None or live.get("disbanded_at"):
         return ObjectChange(
-            Kind.ROOM,
-            name,
-            Action.RELEASE,
-            Reason.ALREADY_GONE,
-            "removed from the manifests and already disbanded",
-            fields,
+            kind=Kind.ROOM,
+            name=name,
+            action=Action.RELEASE,
+            code=Reason.ALREADY_GONE,
+            reason="removed from the manifests and already disbanded",
+            fields=fields,
             ref=room_id,
         )
     if not view.driver:
         return _no_driver(view, name, ", so it cannot disband", ref=room_id)
     return ObjectChange(
-        Kind.ROOM,
-        name,
-        Action.DELETE,
-        Reason.PRUNED,
-        "removed from the manifests (--prune): disbanded on the gateway (history kept there; the id is never reused)",
-        fields,
+        kind=Kind.ROOM,
+        name=name,
+        action=Action.DELETE,
+        code=Reason.PRUNED,
+        reason="removed from the manifests (--prune): disbanded on the gateway (history kept there; the id is never reused)",
+        fields=fields,
         ref=room_id,
     )

@@ -27,7 +27,13 @@ def plan_routines(inputs: Inputs, bot: DesiredBot, bot_action: Action) -> list[O
         return []  # the bot's own line says why; its routines wait for it
     if bot.name in obs.job_errors:
         return [
-            ObjectChange(Kind.ROUTINE, routine_name(bot.name, r.name), Action.ERROR, Reason.UNREADABLE, obs.job_errors[bot.name])
+            ObjectChange(
+                kind=Kind.ROUTINE,
+                name=routine_name(bot.name, r.name),
+                action=Action.ERROR,
+                code=Reason.UNREADABLE,
+                reason=obs.job_errors[bot.name],
+            )
             for r in bot.routines
         ]
     live_jobs = {str(j.get("id")): j for j in obs.jobs.get(bot.name, ())}
@@ -49,7 +55,9 @@ def _plan_routine(
     def change(
         action: Action, code: Reason, reason: str, fields: tuple[FieldChange, ...] = (), drifted: bool = False, ref: str = ""
     ) -> ObjectChange:
-        return ObjectChange(Kind.ROUTINE, name, action, code, reason, fields, drift=drifted, ref=ref)
+        return ObjectChange(
+            kind=Kind.ROUTINE, name=name, action=action, code=code, reason=reason, fields=fields, drift=drifted, ref=ref
+        )
 
     job = live_jobs.get(str(entry.get("job_id"))) if entry else None
     if entry is not None and job is not None:
@@ -68,7 +76,9 @@ def _plan_routine(
     when = next_runs_note(routine, tz, inputs.now)
     if entry is not None and jobs.is_one_shot(routine) and _applied_as(entry.get("applied"), desired):
         return change(Action.NOOP, Reason.ONE_SHOT_DONE, "one-shot ran and Hermes removed it: done")
-    added = tuple(FieldChange(job_field(k), Op.ADD, None, v) for k, v in desired.items() if v not in (None, [], False))
+    added = tuple(
+        FieldChange(field=job_field(k), op=Op.ADD, old=None, new=v) for k, v in desired.items() if v not in (None, [], False)
+    )
     if entry is not None:
         return change(Action.CREATE, Reason.RECREATED, _join("job was deleted outside hermes-fleet", when), added, drifted=True)
     same_name = [j for j in live_jobs.values() if j.get("name") == desired["name"]]
@@ -105,7 +115,7 @@ def diff_job(desired: Mapping[str, Any], live: Mapping[str, Any], applied: Mappi
         if jobs.same(key, have, want) and not jobs.stale_form(key, have, applied.get(key)):
             continue
         drifted = key in applied and drift.job_field_drifted(key, applied[key], have)
-        out.append(FieldChange(job_field(key), Op.CHANGE, have, want, drift=drifted))
+        out.append(FieldChange(field=job_field(key), op=Op.CHANGE, old=have, new=want, drift=drifted))
     return out
 
 
@@ -161,28 +171,36 @@ def plan_routine_orphans(inputs: Inputs, bot_actions: Mapping[str, Action]) -> l
         owner = routine_parts(name)[0]
         follows = bot_actions.get(owner)
         if follows in (Action.DELETE, Action.RELEASE):
-            out.append(ObjectChange(Kind.ROUTINE, name, Action.RELEASE, Reason.GOES_WITH_BOT, f"goes with bot/{owner}"))
+            out.append(
+                ObjectChange(
+                    kind=Kind.ROUTINE,
+                    name=name,
+                    action=Action.RELEASE,
+                    code=Reason.GOES_WITH_BOT,
+                    reason=f"goes with bot/{owner}",
+                )
+            )
         elif follows in (Action.CONFLICT, Action.ERROR):
             continue
         elif inputs.options.prune and follows is not Action.ORPHAN:
             out.append(
                 ObjectChange(
-                    Kind.ROUTINE,
-                    name,
-                    Action.DELETE,
-                    Reason.PRUNED,
-                    "removed from the manifests (--prune)",
+                    kind=Kind.ROUTINE,
+                    name=name,
+                    action=Action.DELETE,
+                    code=Reason.PRUNED,
+                    reason="removed from the manifests (--prune)",
                     ref=str(inputs.inventory.objects[key].get("job_id") or ""),
                 )
             )
         else:
             out.append(
                 ObjectChange(
-                    Kind.ROUTINE,
-                    name,
-                    Action.ORPHAN,
-                    Reason.REMOVED,
-                    "removed from the manifests; `apply --prune` deletes the job",
+                    kind=Kind.ROUTINE,
+                    name=name,
+                    action=Action.ORPHAN,
+                    code=Reason.REMOVED,
+                    reason="removed from the manifests; `apply --prune` deletes the job",
                 )
             )
     return out

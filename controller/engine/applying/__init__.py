@@ -33,6 +33,7 @@ class Outcome:
     ok: bool
     error: str = ""
     conflict: bool = False  # it failed because the live object kept changing under us (exit 3)
+    pending: bool = False  # it failed because nothing answered, or a seat waits: the next run tries again
     writes: tuple[str, ...] = ()  # a room's gateway writes, in the order they were sent
 
 
@@ -174,10 +175,12 @@ def apply_plan(
             root,
             room_changes,
             inputs,
-            ledger,
-            gateway,
-            failed_bots,
-            lambda c, ok, error, conflict=False, writes=(): report(Outcome(c, ok, error, conflict, tuple(writes))),
+            ledger=ledger,
+            options=gateway,
+            failed_bots=failed_bots,
+            report=lambda c, ok, error, conflict=False, pending=False, writes=(): report(
+                Outcome(change=c, ok=ok, error=error, conflict=conflict, pending=pending, writes=tuple(writes))
+            ),
         )
     if on_progress is not None:
         on_progress(len(result.outcomes), total, "")

@@ -57,7 +57,14 @@ def apply_object(
         keep_hand_edits(root, root, change.fields, inputs, kept)
         write_fields(root, change.fields, desired, bot=None)
         left = install_left(inputs, change, ledger)
-        record(ledger, INSTALL_KEY, desired, obs.secret_keys.get("", frozenset()), "updated", left)
+        record(
+            ledger,
+            INSTALL_KEY,
+            desired=desired,
+            secret_keys=obs.secret_keys.get("", frozenset()),
+            verb="updated",
+            left=left,
+        )
         return
     name = change.name
     if change.action is Action.RENAME:
@@ -101,7 +108,7 @@ def apply_object(
         write_fields(path, change.fields, want.fields, bot=bot)
     verb = {Action.CREATE: "created", Action.ADOPT: "adopted", Action.RENAME: "renamed"}.get(change.action, "updated")
     left = inherited_left(inputs, name) if change.action is Action.UPDATE else {}
-    record(ledger, bot_key(name), want.fields, want.secret_keys, verb, left)
+    record(ledger, bot_key(name), desired=want.fields, secret_keys=want.secret_keys, verb=verb, left=left)
 
 
 def fill_new(
@@ -195,7 +202,7 @@ def refresh_record(root: Path, change: ObjectChange, inputs: Inputs, ledger: Led
     else:
         return
     if {**applied_record(desired, secret_keys, ledger.planned), **left} != ledger.applied(key):
-        record(ledger, key, desired, secret_keys, "updated", left)
+        record(ledger, key, desired=desired, secret_keys=secret_keys, verb="updated", left=left)
 
 
 def install_left(inputs: Inputs, change: ObjectChange, ledger: Ledger) -> dict[str, Any]:
@@ -211,6 +218,7 @@ def install_left(inputs: Inputs, change: ObjectChange, ledger: Ledger) -> dict[s
 def record(
     ledger: Ledger,
     key: str,
+    *,
     desired: Mapping[str, Any],
     secret_keys: frozenset[str],
     verb: str,

@@ -53,11 +53,21 @@ from controller.core.rooms import (
 )
 from controller.core.types import Action, GatewayView, Inputs, ObjectChange
 from controller.engine.ledger import Ledger
-from controller.errors import ConflictError, ControllerError, RoomApplyError
+from controller.errors import (
+    ControllerError,
+    GatewayError,
+    GatewayIncompatible,
+    GatewayOutcomeUnknown,
+    GatewayRefused,
+    GatewayUnavailable,
+    RoomApplyError,
+    RoomChanged,
+    RoomLinkError,
+)
 from controller.hermes.naming import peer_env_key
 from controller.manifests.models import Room
 
-Report = Callable[..., None]  # (change, ok, error, conflict=False, writes=())
+Report = Callable[..., None]  # (change, ok, error, conflict=False, pending=False, writes=())
 
 REVISION_CODES = (4117, 4124)  # the room codes of rename and of members/policy updates
 ROSTER_CODES = (5111, 5120)  # the generic codes a refused roster comes back with
@@ -65,14 +75,10 @@ ATTEMPTS = 3  # converging one room: the first try and two re-plans after a revi
 CREATE_ATTEMPTS = 3  # fresh ids to try when an id turns out to be retired
 
 
-class RoomChanged(ConflictError):
-    """The room kept changing on the gateway (or changed into something this run cannot go on with)."""
-
-
 class _Stale(Exception):
     """A fenced write was refused; the caller re-reads to learn whether the revision moved."""
 
-    def __init__(self, error: gw.GatewayRefused, revision: int) -> None:
+    def __init__(self, error: GatewayRefused, revision: int) -> None:
         super().__init__(str(error))
         self.error, self.revision = error, revision
 
@@ -81,12 +87,13 @@ def apply_rooms(
     root: Path,
     changes: list[ObjectChange],
     inputs: Inputs,
+    *,
     ledger: Ledger,
     options: gw.GatewayOptions | None,
     failed_bots: set[str],
     report: Report,
 ) -> None:
-    """Carry out the room changes, in plan order; `report(change, ok, error, conflict)` records each outcome."""
+    """Carry out the room changes, in plan order; `report(change, ok, error, conflict, pending)` records each outcome."""
     if not changes:
         return
     options = options or gw.GatewayOptions()
@@ -99,36 +106,38 @@ def apply_rooms(
                 report(change, False, "not applied: " + ", ".join(f"bot/{m}" for m in waiting) + " was not converged")
                 continue
             mark = len(session.sent) if session is not None else 0
+            waits = False  # nothing answered, or a seat waits: the next run tries again
             try:
                 if session is None and change.action is not Action.RELEASE:
                     session = gw.open_session(root, options, writes=True)
                 pending = _apply_room(root, change, inputs, ledger, session, options)
             except RoomChanged as exc:
                 ok, error, conflict = False, f"conflict: {exc}", True
-            except gw.GatewayOutcomeUnknown as exc:
+            except GatewayOutcomeUnknown as exc:
                 ok, error, conflict = False, f"{exc}; not retried: the next plan reads the room and finishes the job", False
-            except gw.GatewayRefused as exc:
+            except GatewayRefused as exc:
                 ok, error, conflict = False, explain(exc, inputs.observed.rooms), False
             except ControllerError as exc:  # the adapters map every OSError onto the error tree
-                ok, error, conflict = False, failure(exc), False
+                (error, waits), ok, conflict = failure(exc), False, False
             else:  # reported outside the try: an error while recording it is not this room's failure too
                 ok, error, conflict = not pending, "pending: " + "; ".join(pending) if pending else "", False
-            report(change, ok, error, conflict, writes=tuple(session.sent[mark:]) if session else ())
+                waits = bool(pending)
+            report(change, ok, error, conflict, pending=waits, writes=tuple(session.sent[mark:]) if session else ())
     finally:
         if session is not None:
             session.close()
 
 
-def failure(exc: ControllerError) -> str:
-    """A failure as the docs class it: `pending` when nothing answered (try again later), else the error."""
-    if isinstance(exc, gw.GatewayUnavailable):
-        return f"pending: gateway unreachable: {exc}"
-    if isinstance(exc, roomlink.RoomLinkError) and exc.transient:
-        return f"pending: {exc}"
-    return str(exc)
+def failure(exc: ControllerError) -> tuple[str, bool]:
+    """A failure as the docs class it, and whether it is pending: nothing answered (try again later)."""
+    if isinstance(exc, GatewayUnavailable):
+        return f"pending: gateway unreachable: {exc}", True
+    if isinstance(exc, RoomLinkError) and exc.transient:
+        return f"pending: {exc}", True
+    return str(exc), False
 
 
-def explain(exc: gw.GatewayRefused, view: GatewayView | None) -> str:
+def explain(exc: GatewayRefused, view: GatewayView | None) -> str:
     """The gateway's refusal as it said it, plus the fix where its code (never its text) tells one."""
     text = str(exc)
     if exc.code in ROSTER_CODES and view is not None and view.stray_profiles:
@@ -245,7 +254,7 @@ def _read(session: gw.Session, room_id: str, *, include_disbanded: bool = False)
 def _try_read(session: gw.Session, room_id: str, **kw: Any) -> dict[str, Any] | None:
     try:
         return _read(session, room_id, **kw)
-    except gw.GatewayRefused as exc:
+    except GatewayRefused as exc:
         if exc.code == 4114:
             return None
         raise
@@ -255,7 +264,7 @@ def _retired(session: gw.Session, room_id: str) -> bool:
     """Whether the gateway retired this id: a tombstone, or (purged) `room_history_expired`."""
     try:
         room = _read(session, room_id, include_disbanded=True)
-    except gw.GatewayRefused as exc:
+    except GatewayRefused as exc:
         return exc.code == 4114 and exc.reason == "room_history_expired"
     return bool(room.get("disbanded_at"))
 
@@ -297,7 +306,7 @@ def _create_room(session: gw.Session, base: str, room: Room, seating: _Seating) 
                 members.append(member(name, member_id, handle))
         try:
             result = session.call("groups.create", {"room_id": room_id, "name": room.name, "members": members})
-        except gw.GatewayOutcomeUnknown as lost:
+        except GatewayOutcomeUnknown as lost:
             # Resolve by reading state (a fresh connection), never by sending the create again.
             live = _read_back(
                 session, f"groups.create {room_id}", functools.partial(_try_read, session, room_id), "may already exist"
@@ -305,10 +314,10 @@ def _create_room(session: gw.Session, base: str, room: Room, seating: _Seating) 
             if live is not None and live.get("name") == room.name.strip() and member_names(live) == sorted(room.members):
                 return _register_all(session, live, invites, seating)
             _revoke_all(invites)
-            raise gw.GatewayOutcomeUnknown(
+            raise GatewayOutcomeUnknown(
                 f"groups.create {room_id}: the reply was lost and the room is {'different' if live else 'not there'} on a re-read"
             ) from lost
-        except gw.GatewayRefused as exc:
+        except GatewayRefused as exc:
             _revoke_all(invites)
             if exc.code == 4110 and _retired(session, room_id):
                 continue  # settled by reading: that id is a purged tombstone; pick another
@@ -327,10 +336,10 @@ def _read_back(session: gw.Session, what: str, read: Callable[[], Any], unknown:
     (and says what may have happened) rather than turning into a connection error."""
     try:
         return read()
-    except gw.GatewayRefused:
+    except GatewayRefused:
         raise
-    except gw.GatewayError as exc:
-        raise gw.GatewayOutcomeUnknown(
+    except GatewayError as exc:
+        raise GatewayOutcomeUnknown(
             f"{what}: the reply was lost and the read-back failed too ({exc}); the change {unknown}"
         ) from exc
 
@@ -370,7 +379,7 @@ class _Seating:
         endpoint = invitation.endpoint
         if endpoint.get("available") is not True or not isinstance(endpoint.get("url"), str):
             # Checked before anything is created: the room's gateway could not reach the member.
-            raise roomlink.RoomLinkError(
+            raise RoomLinkError(
                 f"remote member {name}: its gateway advertises no RoomLink endpoint ({endpoint.get('reason') or 'unknown'})",
                 hint="on that machine, set gateway.room_link_url (https://, as this machine reaches it) in the bot's or "
                 "the root's config.yaml and restart its gateway; its plan shows the seat",
@@ -406,13 +415,14 @@ def _register_all(
 ) -> dict[str, Any]:
     ids = remote_members(live)
     for name, invite in invites.items():
-        _register(session, live, name, ids[name], invite, seating)
+        _register(session, live, name=name, member_id=ids[name], invite=invite, seating=seating)
     return live
 
 
 def _register(
     session: gw.Session,
     live: Mapping[str, Any],
+    *,
     name: str,
     member_id: str,
     invite: roomlink.Invitation,
@@ -435,16 +445,16 @@ def _register(
         params["expected_grant_sha256"] = expected
     try:
         session.call("groups.peer.register", params)
-    except gw.GatewayOutcomeUnknown as lost:
+    except GatewayOutcomeUnknown as lost:
         routes = _read_back(
             session, f"groups.peer.register {room_id} {name}", lambda: _routes(session, room_id), "may have been made"
         )
         if (seat_routes(routes, live).get(name) or {}).get("grant_sha256") != invite.fingerprint:
-            raise gw.GatewayOutcomeUnknown(
+            raise GatewayOutcomeUnknown(
                 f"groups.peer.register {room_id} {name}: the reply was lost and a re-read shows another route"
             ) from lost
-    except gw.GatewayRefused as exc:
-        if isinstance(exc, gw.GatewayIncompatible):
+    except GatewayRefused as exc:
+        if isinstance(exc, GatewayIncompatible):
             raise
         route = seat_routes(_routes(session, room_id), live).get(name) or {}
         if route.get("grant_sha256") != invite.fingerprint:  # never the grant the room's route holds
@@ -471,11 +481,19 @@ def _reseat(session: gw.Session, live: dict[str, Any], names: list[str], seating
             continue
         try:
             invite = seating.invite(name, str(live["room_id"]), epoch=int(live["authority_epoch"]), member_id=ids[name])
-        except roomlink.RoomLinkError as exc:
+        except RoomLinkError as exc:
             seating.refused(name, ids[name], str(exc))
             continue
         current = routes.get(name, {}).get("grant_sha256")
-        _register(session, live, name, ids[name], invite, seating, expected=str(current) if current else None)
+        _register(
+            session,
+            live,
+            name=name,
+            member_id=ids[name],
+            invite=invite,
+            seating=seating,
+            expected=str(current) if current else None,
+        )
     return live
 
 
@@ -525,14 +543,14 @@ def _write(
     """One revision-fenced write; a lost reply is resolved by re-reading the room (`done(room)`)."""
     try:
         room = session.call(method, params).get("room")
-    except gw.GatewayOutcomeUnknown as lost:
+    except GatewayOutcomeUnknown as lost:
         room = _read_back(session, f"{method} {room_id}", lambda: _read(session, room_id), "may have been made")
         if done(room):
             return room
-        raise gw.GatewayOutcomeUnknown(
+        raise GatewayOutcomeUnknown(
             f"{method} {room_id}: the reply was lost and a re-read shows the change was not made"
         ) from lost
-    except gw.GatewayRefused as exc:
+    except GatewayRefused as exc:
         if exc.code in REVISION_CODES and isinstance(params.get("expected_revision"), int):
             raise _Stale(exc, params["expected_revision"]) from None
         raise
@@ -604,7 +622,7 @@ def _set_policy(session: gw.Session, live: dict[str, Any], who: str, member_ids:
 def _disband(session: gw.Session, room_id: str) -> None:
     try:
         session.call("groups.disband", {"room_id": room_id, "cancel_id": PRUNE_CANCEL_ID})
-    except gw.GatewayOutcomeUnknown as lost:
+    except GatewayOutcomeUnknown as lost:
         room = _read_back(
             session,
             f"groups.disband {room_id}",
@@ -613,6 +631,6 @@ def _disband(session: gw.Session, room_id: str) -> None:
         )
         if room is None or room.get("disbanded_at"):
             return
-        raise gw.GatewayOutcomeUnknown(
+        raise GatewayOutcomeUnknown(
             f"groups.disband {room_id}: the reply was lost and the room is still live on a re-read"
         ) from lost

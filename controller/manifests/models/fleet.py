@@ -4,6 +4,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from controller import codes
 from controller.manifests.models.base import ConfigMap, Name64, NonEmpty, SecretRef, Strict, TrimmedName64
 from controller.manifests.models.bots import Bot, BotDefaults, Checkpoints
 
@@ -117,23 +118,7 @@ class Gateway(Strict):
     group_router: GroupRouter | None = Field(default=None, description="auxiliary.group_router.")
 
 
-NOTIFICATION_EVENTS = (
-    "drift",
-    "apply-failed",
-    "stalled",
-    "recovered",
-    "pruned",
-    "suspended",
-    "resumed",
-    "routine-failed",
-    "routine-delivery-failed",
-    "gateway-down",
-    "ticker-stalled",
-    "ticker-failing",
-    "credentials-missing",
-    "mcp-unavailable",
-    "health-recovered",
-)
+NOTIFICATION_EVENTS = tuple(event.value for event in codes.NOTIFICATION_EVENTS)  # plain words for the schema
 
 
 class Webhook(Strict):
