@@ -78,7 +78,8 @@ class Inventory:
         return key in self.objects
 
     def applied(self, key: str) -> dict[str, Any]:
-        return self.objects.get(key, {}).get("applied", {})
+        applied: dict[str, Any] = self.objects.get(key, {}).get("applied", {})
+        return applied
 
     def secret_hash(self, value: str) -> str:
         """A keyed hash: detects a changed secret without storing it."""

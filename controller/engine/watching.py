@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from controller import bounded
 from controller.adapters import fsio, homebounds, locking, webhooks
@@ -526,7 +526,7 @@ class Reconciler:
         if run.transient or run.result == "busy":
             self.failures += 1
             self.metrics.failures = self.failures
-            return min(self.options.interval, self.options.retry_min * 2 ** (self.failures - 1))
+            return min(self.options.interval, self.options.retry_min * (1 << (self.failures - 1)))
         self.failures = 0
         self.metrics.failures = 0
         spread = self.options.interval * self.options.jitter
@@ -721,7 +721,7 @@ def read_status(root: Path) -> dict[str, Any] | None:
     return data
 
 
-def _status_shaped(data: Any) -> bool:
+def _status_shaped(data: Any) -> TypeGuard[dict[str, Any]]:
     """The types `write_status` writes, where `status` and `resume` rely on them."""
     if not isinstance(data, dict):
         return False
