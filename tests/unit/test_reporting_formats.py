@@ -314,11 +314,11 @@ def test_junit_reads_back_exactly_what_the_diagnostics_say() -> None:
     from controller.verbs import reporting
 
     file = 'fleet/<a&b>"q".yaml'
-    message = 'section \'<b>&amp;"x"</b>\' is not declared\n\tsecond line \x01 end'
+    message = "section '<b>&amp;\"x\"</b>' is not declared\n\tsecond line \x01 end"
     error = Diagnostic(
         severity="error", file=file, line=3, column=5, path="spec.bots[0]", message=message, hint="a & b", code="reference"
     )
-    warning = Diagnostic(severity="warning", file=file, line=4, column=1, path="", message="<w> & \"w\"", code="frequent")
+    warning = Diagnostic(severity="warning", file=file, line=4, column=1, path="", message='<w> & "w"', code="frequent")
     result = ValidationResult(diagnostics=[error, warning], state=None, files=[file], documents=1)
     root = ET.fromstring(reporting.validation_junit(result, strict=False))
     case = root.find("testsuite/testcase")
