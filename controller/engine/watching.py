@@ -535,7 +535,8 @@ class Reconciler:
         if run.transient or run.result == "busy":
             self.failures += 1
             self.metrics.failures = self.failures
-            return min(self.options.interval, self.options.retry_min * (1 << (self.failures - 1)))
+            # Capped exponent: after ~1,000 failed passes in a row, 2**n no longer converts to a float.
+            return min(self.options.interval, self.options.retry_min * (1 << min(self.failures - 1, 32)))
         self.failures = 0
         self.metrics.failures = 0
         spread = self.options.interval * self.options.jitter
