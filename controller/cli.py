@@ -397,7 +397,7 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="leave rooms out: do not ask the gateway, change no room (for a host without a gateway)",
     )
-    p.add_argument("--log-format", choices=("text", "json"), default="text")
+    p.add_argument("--log-format", choices=("text", "json", "journal"), default="text")
     p.add_argument(
         "--health-port", type=int, metavar="PORT", help="serve /healthz and /metrics on PORT (127.0.0.1 unless --health-bind)"
     )

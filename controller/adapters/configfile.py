@@ -300,7 +300,8 @@ def _new_c_loader() -> YAML | None:
 def _c_loader() -> YAML | None:
     if not hasattr(_LOCAL, "loader"):
         _LOCAL.loader = _new_c_loader()
-    return _LOCAL.loader
+    loader: YAML | None = _LOCAL.loader
+    return loader
 
 
 def _is_plain(value: Any) -> bool:
@@ -504,7 +505,8 @@ class ConfigDoc:
         return self._changed
 
     def as_dict(self) -> dict[str, Any]:
-        return to_plain(self._read_view)
+        plain: dict[str, Any] = to_plain(self._read_view)
+        return plain
 
     def shared_plain(self) -> dict[str, Any] | None:
         """The document's values without a copy when they came from the parse memo (shared with

@@ -1,45 +1,29 @@
 """Read and edit a Hermes profile's `.env` without disturbing lines we do not own.
 
 The reconciler reads a profile's secrets with `read_env`, changes keys with `EnvFile.set/remove`
-and writes with `write_env`. Values are read the way Hermes 0.19 loads them (python-dotenv 1.2,
-via `hermes_cli/env_loader.py`); lines are written exactly as Hermes' own `save_env_value` writes
-them, so Hermes' startup sanitiser never finds the file "dirty" and never rewrites it.
+and writes with `write_env`. Values are read by the library Hermes 0.19 loads `.env` with
+(python-dotenv, pinned 1.2.2 by hermes-agent 0.19.0, called from `hermes_cli/env_loader.py`), so the
+reading is Hermes' own. Lines are written exactly as Hermes' own `save_env_value` writes them (not
+with dotenv's `set_key`, which single-quotes every value), so Hermes' startup sanitiser never finds
+the file "dirty" and never rewrites it; every other byte of the file is kept.
 """
 
 from __future__ import annotations
 
-import codecs
+import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from dotenv import dotenv_values
+from dotenv.parser import parse_stream
 
 from controller.adapters import fsio, homebounds
 from controller.errors import HermesStateError, RefusedValue
 from controller.hermes.env import quote_value, value_problem
 
-# --- python-dotenv 1.2 grammar (dotenv/parser.py), re-stated as patterns ---------------------
-_LEADING_WS = re.compile(r"\s*")
-_EXPORT = re.compile(r"(?:export[^\S\r\n]+)?")
-_KEY_QUOTED = re.compile(r"'([^']+)'")
-_KEY_BARE = re.compile(r"([^=\#\s]+)")
-_INLINE_WS = re.compile(r"[^\S\r\n]*")
-_EQUALS = re.compile(r"=[^\S\r\n]*")
-_VALUE_SINGLE = re.compile(r"'((?:\\'|[^'])*)'")
-_VALUE_DOUBLE = re.compile(r'"((?:\\"|[^"])*)"')
-_VALUE_BARE = re.compile(r"[^\r\n]*")
-_COMMENT = re.compile(r"(?:[^\S\r\n]*#[^\r\n]*)?")
-_END_OF_LINE = re.compile(r"[^\S\r\n]*(?:\r\n|\n|\r|$)")
-_REST_OF_LINE = re.compile(r"[^\r\n]*(?:\r|\n|\r\n)?")
-_DOUBLE_ESCAPES = re.compile(r"\\[\\'\"abfnrtv]")
-_SINGLE_ESCAPES = re.compile(r"\\[\\']")
-_BARE_COMMENT = re.compile(r"\s+#.*")
-
-
-class _Unparsable(Exception):
-    def __init__(self, pos: int) -> None:
-        super().__init__(pos)
-        self.pos = pos
+_LEADING_WS = re.compile(r"\s*")  # python-dotenv's own: a binding starts past any whitespace, newlines included
 
 
 @dataclass
@@ -48,73 +32,35 @@ class _Chunk:
 
     text: str
     key: str | None = None
-    value: str | None = None  # None: no binding, or `KEY` without `=` (dotenv sets nothing)
+    error: bool = False  # a statement python-dotenv could not parse (it sets nothing)
 
 
-def _need(pattern: re.Pattern[str], text: str, pos: int) -> re.Match[str]:
-    match = pattern.match(text, pos)
-    if match is None:
-        raise _Unparsable(pos)
-    return match
-
-
-def _unescape(match: re.Match[str]) -> str:
-    return codecs.decode(match.group(0), "unicode-escape")
-
-
-def _parse_value(text: str, pos: int) -> tuple[str, int]:
-    char = text[pos : pos + 1]
-    if char == "'":
-        match = _need(_VALUE_SINGLE, text, pos)
-        return _SINGLE_ESCAPES.sub(_unescape, match.group(1)), match.end()
-    if char == '"':
-        double = _need(_VALUE_DOUBLE, text, pos)
-        return _DOUBLE_ESCAPES.sub(_unescape, double.group(1)), double.end()
-    if char in ("", "\n", "\r"):
-        return "", pos
-    bare = _VALUE_BARE.match(text, pos)
-    assert bare is not None  # matches the empty string at worst
-    return _BARE_COMMENT.sub("", bare.group(0)).rstrip(), bare.end()
-
-
-def _parse_binding(text: str, pos: int) -> tuple[int, str | None, str | None]:
-    """One dotenv binding starting at `pos` (past leading whitespace): (end, key, value)."""
-    try:
-        pos = _need(_EXPORT, text, pos).end()
-        key: str | None = None
-        if not text.startswith("#", pos):
-            match = _need(_KEY_QUOTED if text.startswith("'", pos) else _KEY_BARE, text, pos)
-            key, pos = match.group(1), match.end()
-        pos = _need(_INLINE_WS, text, pos).end()
-        value: str | None = None
-        if text.startswith("=", pos):
-            pos = _need(_EQUALS, text, pos).end()
-            value, pos = _parse_value(text, pos)
-        pos = _need(_COMMENT, text, pos).end()
-        pos = _need(_END_OF_LINE, text, pos).end()
-        return pos, key, value
-    except _Unparsable as failure:
-        # dotenv skips the rest of the line from where it failed and sets nothing.
-        end = _REST_OF_LINE.match(text, failure.pos)
-        return (end.end() if end else len(text)), None, None
+def _blank_prefix(text: str) -> int:
+    """The length of the whole blank lines a binding's text starts with."""
+    ws_end = _LEADING_WS.match(text).end()  # type: ignore[union-attr]  # matches the empty string at worst
+    return max(text.rfind("\n", 0, ws_end), text.rfind("\r", 0, ws_end)) + 1
 
 
 def _chunks(text: str) -> Iterator[_Chunk]:
-    pos = 0
-    while pos < len(text):
-        ws_end = _LEADING_WS.match(text, pos).end()  # type: ignore[union-attr]
-        last_break = max(text.rfind("\n", pos, ws_end), text.rfind("\r", pos, ws_end))
-        if last_break >= 0:
+    """The file as python-dotenv's parser reads it: each binding with the exact text it came from."""
+    for binding in parse_stream(io.StringIO(text)):
+        raw = binding.original.string
+        blank = _blank_prefix(raw)
+        if blank:
             # Blank lines are their own chunk, so replacing a binding keeps them.
-            yield _Chunk(text[pos : last_break + 1])
-            pos = last_break + 1
-        if ws_end >= len(text):
-            if pos < len(text):
-                yield _Chunk(text[pos:])
-            return
-        end, key, value = _parse_binding(text, ws_end)
-        yield _Chunk(text[pos:end], key, value)
-        pos = end
+            yield _Chunk(raw[:blank])
+        if raw[blank:]:
+            yield _Chunk(raw[blank:], binding.key, binding.error)
+
+
+def _values(chunks: Iterable[_Chunk]) -> dict[str, str]:
+    """What Hermes' loader puts in the environment: python-dotenv's `dotenv_values` (without `${VAR}`
+    expansion, which depends on the environment) over the statements it can parse. A statement it
+    cannot parse sets nothing either way; leaving it out keeps dotenv's warning (which names no
+    file) off our stderr. `KEY` without `=` sets nothing either."""
+    parsable = "".join(chunk.text for chunk in chunks if not chunk.error)
+    values = dotenv_values(stream=io.StringIO(parsable), interpolate=False)
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def check_entry(key: str, value: str) -> None:
@@ -136,32 +82,30 @@ class EnvFile:
 
     def __init__(self, chunks: list[_Chunk] | None = None) -> None:
         self._chunks = list(chunks or [])
+        self._read: dict[str, str] | None = None  # python-dotenv's reading, until the next edit
 
     @classmethod
     def parse(cls, text: str) -> EnvFile:
         return cls(list(_chunks(text)))
+
+    def _values(self) -> dict[str, str]:
+        if self._read is None:
+            self._read = _values(self._chunks)
+        return self._read
 
     def get(self, key: str) -> str | None:
         """The value Hermes' loader puts in the environment; the last binding wins, as in dotenv.
 
         `${VAR}` references are returned unexpanded (their expansion depends on the environment).
         """
-        value: str | None = None
-        for chunk in self._chunks:
-            if chunk.key == key:
-                value = chunk.value
-        return value
+        return self._values().get(key)
 
     def keys(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for chunk in self._chunks:
-            if chunk.key is not None:
-                seen[chunk.key] = None
-        return [key for key in seen if self.get(key) is not None]
+        return list(self._values())
 
     def as_dict(self) -> dict[str, str]:
         """Every key with the value Hermes' loader would put in the environment."""
-        return {key: value for key in self.keys() if (value := self.get(key)) is not None}
+        return dict(self._values())
 
     def set(self, key: str, value: str) -> bool:
         """Replace the key's line in place (dropping later duplicates), else append. True if changed."""
@@ -169,7 +113,8 @@ class EnvFile:
         positions = [i for i, chunk in enumerate(self._chunks) if chunk.key == key]
         if len(positions) == 1 and self._chunks[positions[0]].text == line:
             return False
-        new = _Chunk(line, key, value)
+        self._read = None
+        new = _Chunk(line, key)
         if positions:
             self._chunks[positions[0]] = new
             for index in reversed(positions[1:]):
@@ -183,6 +128,7 @@ class EnvFile:
     def remove(self, key: str) -> bool:
         before = len(self._chunks)
         self._chunks = [chunk for chunk in self._chunks if chunk.key != key]
+        self._read = None
         return len(self._chunks) != before
 
     def render(self) -> str:

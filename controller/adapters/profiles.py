@@ -26,7 +26,6 @@ from ruamel.yaml.error import YAMLError
 from controller import bounded
 from controller.adapters import fsio, homebounds
 from controller.adapters.home import (
-    DEFAULT_PROFILE,
     OWNER_MARKER,
     PROFILE_WRITTEN_DIRS,
     PROFILES_DIR,
@@ -39,6 +38,7 @@ from controller.adapters.home import (
     profile_dir,
 )
 from controller.errors import ConflictError, HermesStateError, UsageError
+from controller.hermes import DEFAULT_PROFILE
 from controller.hermes.env import PROFILE_ENV_HEADER
 
 PROFILE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}\Z")

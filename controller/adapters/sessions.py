@@ -300,7 +300,8 @@ def _title_row(conn: sqlite3.Connection) -> sqlite3.Row | None:
     # The unique title index allows at most one row with this exact title. Only the columns a
     # lookup needs: a bot may have put anything into the others (a 300 MB system prompt).
     names = ", ".join(c for c in _READ_COLUMNS if c in _columns(conn, "sessions")) or "title"
-    return conn.execute(f"SELECT {names} FROM sessions WHERE title = ?", (BOT_CHAT_TITLE,)).fetchone()
+    row: sqlite3.Row | None = conn.execute(f"SELECT {names} FROM sessions WHERE title = ?", (BOT_CHAT_TITLE,)).fetchone()
+    return row
 
 
 # --- write ---------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def live_record(name: str, live: LiveProfile, *, secret: bool, inventory: Invent
 
 def field_drifted(name: str, was: Any, live: LiveProfile, inventory: Inventory) -> bool:
     """A profile field (config, .env, profile.yaml, ui_meta, SOUL, avatar, Bot Chat) has drifted."""
-    return live_record(name, live, secret=is_secret_record(was), inventory=inventory)[1] != was
+    return bool(live_record(name, live, secret=is_secret_record(was), inventory=inventory)[1] != was)
 
 
 def profile_drift(applied: Mapping[str, Any], live: LiveProfile, inventory: Inventory) -> list[str]:

@@ -220,7 +220,8 @@ class Inventory:
         return key in self.objects
 
     def applied(self, key: str) -> Mapping[str, Any]:
-        return self.objects.get(key, EMPTY).get("applied", EMPTY)
+        applied: Mapping[str, Any] = self.objects.get(key, EMPTY).get("applied", EMPTY)
+        return applied
 
     def secret_hash(self, value: str) -> str:
         """A keyed hash: detects a changed secret without storing it."""

@@ -111,7 +111,7 @@ def missing_feature(view: GatewayView, feature: str) -> str:
 
 def seat_retry_after(attempts: int, now: float) -> float:
     """When a refused seat is tried again: 5 minutes after the first refusal, doubling, at most 6 hours."""
-    return now + min(SEAT_RETRY_FIRST * 2 ** max(attempts - 1, 0), SEAT_RETRY_MAX)
+    return now + min(SEAT_RETRY_FIRST * (1 << max(attempts - 1, 0)), SEAT_RETRY_MAX)
 
 
 # --- reading live rooms ---------------------------------------------------------------------------

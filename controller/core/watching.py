@@ -105,7 +105,7 @@ def must_apply(last_apply: Mapping[str, Any], digest: str, *, self_heal: bool, s
 
 
 def revision_moved(last_apply: Mapping[str, Any], revision: str) -> bool:
-    return last_apply.get("revision", revision) != revision
+    return bool(last_apply.get("revision", revision) != revision)
 
 
 def changed_objects(plan: Plan) -> list[str]:
@@ -198,7 +198,8 @@ def delay_after(state: LoopState, run: Run, options: Options, rng: Rng) -> tuple
     (capped at the interval); otherwise the interval, spread by ±jitter so machines drift apart."""
     if run.transient:
         failures = state.failures + 1
-        return replace(state, failures=failures), min(options.interval, options.retry_min * 2 ** (failures - 1))
+        # Capped exponent: after ~1,000 failed passes in a row, 2**n no longer converts to a float.
+        return replace(state, failures=failures), min(options.interval, options.retry_min * (1 << min(failures - 1, 32)))
     spread = options.interval * options.jitter
     return replace(state, failures=0), max(0.05, options.interval + rng.uniform(-spread, spread))
 

@@ -276,7 +276,7 @@ def rollback_target(all_entries: list[dict[str, Any]]) -> dict[str, Any]:
         raise UsageError("no history entry can be read", hint="see `hermes-fleet history`")
     latest = readable[-1]
     want = latest.get("desired", {}).get("fingerprint")
-    for candidate in reversed(readable[:-1]):
+    for candidate in readable[:-1][::-1]:  # newest first (reversed() of a list of dicts of Any types as Any)
         if candidate.get("exit") == 0 and candidate.get("desired", {}).get("fingerprint") != want:
             return candidate
     raise UsageError(

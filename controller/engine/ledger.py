@@ -36,7 +36,8 @@ class Ledger:
         return self.objects.get(key)
 
     def applied(self, key: str) -> Mapping[str, Any]:
-        return self.objects.get(key, {}).get("applied", {})
+        applied: Mapping[str, Any] = self.objects.get(key, {}).get("applied", {})
+        return applied
 
     def items(self) -> Iterable[tuple[str, Mapping[str, Any]]]:
         return self.objects.items()

@@ -10,23 +10,34 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from controller.engine import loglevels
+
 
 class Log:
-    """One line per event: `<time> <event> key=value ...`, or one JSON object with --log-format json."""
+    """One line per event, with its level (engine.loglevels): `<time> <event> key=value ... level=L`,
+    one JSON object with --log-format json, or `<N><event> key=value ...` for journald (which adds
+    the time and reads the priority `<N>`). Text and JSON lines carry the `<N>` prefix too when
+    journald is reading the stream."""
 
     def __init__(self, fmt: str = "text", stream: Any = None) -> None:
         self.fmt = fmt
         self.stream = stream or sys.stdout
+        self.priority_prefix = fmt == "journal" or loglevels.journald_reads(self.stream)
         # Re-entrant: the SIGTERM handler logs from the main thread, possibly while it is inside event().
         self.lock = threading.RLock()
 
     def event(self, name: str, **fields: Any) -> None:
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
+        level = loglevels.level_of(name, fields)
+        parts = [f"{k}={_text(v)}" for k, v in fields.items() if v not in (None, "", [])]
         if self.fmt == "json":
-            line = json.dumps({"time": now, "event": name, **fields}, default=str, sort_keys=False)
+            line = json.dumps({"time": now, "event": name, "level": level.label, **fields}, default=str, sort_keys=False)
+        elif self.fmt == "journal":
+            line = " ".join([name, *parts])
         else:
-            parts = [f"{k}={_text(v)}" for k, v in fields.items() if v not in (None, "", [])]
-            line = f"{now} {name} " + " ".join(parts)
+            line = " ".join([now, name, *parts, f"level={level.label}"])
+        if self.priority_prefix:
+            line = f"<{level.value}>{line}"
         with self.lock:
             self.stream.write(line.rstrip() + "\n")
             self.stream.flush()
@@ -34,7 +45,7 @@ class Log:
 
 def _text(value: Any) -> str:
     text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-    return json.dumps(text) if (" " in text or "=" in text or not text) else text
+    return json.dumps(text) if (not text or "=" in text or any(c.isspace() for c in text)) else text
 
 
 class ProgressLog:

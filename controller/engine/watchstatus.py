@@ -9,7 +9,7 @@ import os
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from controller import bounded
 from controller.adapters import fsio, homebounds
@@ -42,7 +42,7 @@ def read_status(root: Path) -> dict[str, Any] | None:
     return data
 
 
-def _status_shaped(data: Any) -> bool:
+def _status_shaped(data: Any) -> TypeGuard[dict[str, Any]]:
     """The types `write_status` writes, where `status` and `resume` rely on them."""
     if not isinstance(data, dict):
         return False

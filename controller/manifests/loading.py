@@ -464,7 +464,7 @@ def _parser_class() -> Any:
         MappingNode: BaseResolver.DEFAULT_MAPPING_TAG,
     }
 
-    class Parser(CParser):
+    class Parser(CParser):  # type: ignore[misc]  # ruamel.yaml.clib is a C extension without types
         """The bare C parser + composer (no constructor or resolver objects behind it). Our
         constructor resolves plain scalars itself, so every node gets the shared default Tag:
         each caches its text, so node.tag stays cheap, and `ctag is` tells the common case."""

@@ -26,7 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from controller import bounded
 from controller.diagnostics import Diagnostic, DiagnosticCode, Severity, format_path
-from controller.errors import NotRegular, TooLarge
+from controller.errors import NotRegular, ScheduleError, TooLarge
 from controller.hermes import DEFAULT_PROFILE, cronjobs, image_extension, naming, schedules
 from controller.hermes.env import ENV_NAME_DENYLIST
 from controller.hermes.env import value_problem as env_value_problem
@@ -1100,7 +1100,7 @@ class _Checks:
     def check_schedule(self, item: Declared, routine: Routine) -> None:
         try:
             parsed = _parse_schedule(routine.schedule)
-        except schedules.ScheduleError as exc:
+        except ScheduleError as exc:
             self.report.error(item.at("schedule"), str(exc), "", "schedule")
             return
         hourly = MIN_ROUTINE_GAP_MINUTES <= 60 and schedules.at_most_hourly(parsed)  # no croniter work

@@ -22,9 +22,9 @@ DEFAULT_FOLDER = "fleet"  # the folder `init` makes and the README uses
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    import argcomplete
+    from argcomplete.shell_integration import shellcode
 
-    sys.stdout.write(argcomplete.shellcode([args.prog], shell=args.shell))
+    sys.stdout.write(shellcode([args.prog], shell=args.shell))
     return ExitCode.OK
 
 

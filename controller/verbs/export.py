@@ -193,7 +193,8 @@ def _export_bot(root: Path, name: str, out: Export) -> dict[str, Any]:
     routines = _routines(path, name, out) if inside(files.jobs) else []
     if routines:
         bot["routines"] = routines
-    return _masked_everywhere(bot, name, out)
+    masked: dict[str, Any] = _masked_everywhere(bot, name, out)
+    return masked
 
 
 class _Fence:

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from controller.adapters import profiles
-from controller.adapters.home import resolve_root
+from controller.adapters.home import profile_dir, resolve_root
 from controller.engine import restoring
 from controller.errors import ExitCode
 from controller.verbs import common, reporting
@@ -33,7 +33,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
             print(f"{b.path.name}\tprofile {b.name}\tfleet {b.fleet}\t{b.created_at}")
         return ExitCode.OK
     info, kept = restoring.restore(root, args.backup)
-    path = profiles.profile_dir(root, info.name)
+    path = profile_dir(root, info.name)
     if as_json:
         restored = {"profile": info.name, "path": str(path), "fleet": info.fleet or None, "records_kept": kept}
         _json(args, home=str(root), restored=restored)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,95 @@ def test_embedded_key_guard_covers_every_known_hermes_key(real_hermes: RealHerme
     for key in known:
         with pytest.raises(RefusedValue, match="split"):
             envfile.check_entry("OPENAI_API_KEY", f"sk-abc{key}=zzz")
+
+
+# Hand-written lines, one rule of python-dotenv 1.2.2's grammar each (dotenv/parser.py), none of
+# which Hermes' start-up sanitiser rewrites (no whitespace around a line, a final newline).
+HAND_WRITTEN = (
+    "# a comment line\n"
+    "export EXPORTED=yes\n"
+    "export\tEXPORT_TAB=tab\n"
+    "SQ='single $quoted # not a comment'\n"
+    "SQ_ESCAPES='it\\'s a \\\\ backslash, \\n stays'\n"
+    'DQ="double \\"quoted\\" \\\\ \\t tab \\n newline \\u00e9"\n'
+    "BARE=bare value # inline comment\n"
+    "BARE_HASH=a#b\n"
+    "EQ_SPACES = spaced\n"
+    "EMPTY=\n"
+    "EMPTY_COMMENT= # only a comment\n"
+    "NO_EQUALS\n"
+    "'QUOTED_KEY'=quoted key\n"
+    'MULTI_DQ="first\nsecond # kept"\n'
+    "MULTI_SQ='one\n#two'\n"
+    "DUP=first\n"
+    "this line is not a binding\n"
+    "AFTER_BAD=still read\n"
+    "DUP=second\n"
+    "CRLF=crlf\r\n"
+    'DQ_TRAILING_BACKSLASH="ends \\\\"\n'
+    'SWALLOWED=into the value above"\n'
+    "LAST=x\n"
+)
+
+# Hermes' own load: the sanitiser, then python-dotenv over the profile's .env, override=True.
+_HERMES_LOADS = (
+    "import json, os\n"
+    "from hermes_cli.env_loader import load_hermes_dotenv\n"
+    "before = dict(os.environ)\n"
+    "load_hermes_dotenv(hermes_home=os.environ['HERMES_HOME'])\n"
+    "print(json.dumps({k: v for k, v in os.environ.items() if before.get(k) != v}))\n"
+)
+
+
+def test_a_line_dotenv_cannot_parse_sets_nothing_and_prints_nothing(capsys):
+    env = EnvFile.parse("A=1\nnot a binding\nB=2\n")
+    assert env.as_dict() == {"A": "1", "B": "2"}
+    assert env.render() == "A=1\nnot a binding\nB=2\n"
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", "")  # dotenv's warning names no file: kept off our stderr
+
+
+def test_edits_keep_the_blank_lines_before_a_binding():
+    env = EnvFile.parse("A=1\n\n\nB=2\n\n")
+    env.set("B", "3")
+    assert env.render() == "A=1\n\n\nB=3\n\n"
+    env.remove("B")
+    assert env.render() == "A=1\n\n\n\n"
+    assert env.as_dict() == {"A": "1"}
+
+
+@pytest.mark.hermes
+def test_reading_is_hermes_own_on_hand_written_lines(real_hermes: RealHermes, tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".env").write_bytes(HAND_WRITTEN.encode())
+    theirs = json.loads(real_hermes.python(_HERMES_LOADS, home))
+    assert (home / ".env").read_bytes() == HAND_WRITTEN.encode(), "the sanitiser rewrote the file"
+    ours = read_env(home / ".env").as_dict()
+    assert ours == theirs
+    # The lines whose reading is not obvious, spelled out (python-dotenv 1.2.2).
+    assert ours["EMPTY_COMMENT"] == "# only a comment"  # 1.2.4 reads ""
+    assert ours["DQ_TRAILING_BACKSLASH"] == 'ends \\"\nSWALLOWED=into the value above'
+    assert ours["MULTI_DQ"] == "first\nsecond # kept"
+    assert ours["DUP"] == "second"
+    assert "NO_EQUALS" not in ours and "this" not in ours
+
+
+@pytest.mark.hermes
+def test_a_file_the_sanitiser_rewrites_is_read_as_hermes_reads_it_afterwards(real_hermes: RealHermes, tmp_path: Path):
+    # docs/hermes/files.md#env-rewrites: every line is stripped, even inside a quoted value.
+    text = '  INDENTED=x\t\nMULTI="a  \n   b"\nPLAIN=p'
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".env").write_text(text)
+    before = read_env(home / ".env").as_dict()
+    theirs = json.loads(real_hermes.python(_HERMES_LOADS, home))
+    assert (home / ".env").read_text() == 'INDENTED=x\nMULTI="a\nb"\nPLAIN=p\n'
+    assert read_env(home / ".env").as_dict() == theirs
+    assert {k: v for k, v in before.items() if theirs.get(k) != v} == {"MULTI": "a  \n   b"}
+
+
+@pytest.mark.hermes
+def test_python_dotenv_is_the_version_hermes_reads_with(real_hermes: RealHermes, tmp_path: Path):
+    code = "from importlib.metadata import version\nprint(version('python-dotenv'))\n"
+    assert real_hermes.python(code, tmp_path).strip() == version("python-dotenv") == "1.2.2"

@@ -30,14 +30,24 @@ spec:
 """
 
 
-def _plugin_visible(hermes) -> bool:
-    probe = subprocess.run([str(hermes.python_bin), "-c", "import controller.plugin"], capture_output=True)
+# Hermes finds a pip plugin by its entry point; load ours the same way.
+_LOAD_ENTRY_POINT = (
+    "from importlib.metadata import entry_points\n"
+    "found = [e.load() for e in entry_points(group='hermes_agent.plugins') if e.name == 'fleet']\n"
+    "raise SystemExit(0 if found else 1)\n"
+)
+
+
+def _plugin_visible(hermes, outside: Path) -> bool:
+    """Run from a folder outside the checkout: from here, `controller` would import from the working
+    directory whatever the Hermes venv holds, and the tests below would fail instead of skipping."""
+    probe = subprocess.run([str(hermes.python_bin), "-c", _LOAD_ENTRY_POINT], capture_output=True, cwd=outside)
     return probe.returncode == 0
 
 
 @pytest.fixture
 def plugin_hermes(hermes, tmp_path):
-    if not _plugin_visible(hermes):
+    if not _plugin_visible(hermes, tmp_path):
         message = "hermes-fleet is not installed in the Hermes venv (scripts/test installs it)"
         if os.environ.get("CI") == "true":
             pytest.fail(message)  # scripts/test installed it: a plugin that does not import is a failure

@@ -308,6 +308,30 @@ def test_junit_is_well_formed_with_markup_in_messages(tmp_path: Path, capsys) ->
     assert "section '<b>&amp;\"\\'</b>' is not declared" in failure.get("message")
 
 
+def test_junit_reads_back_exactly_what_the_diagnostics_say() -> None:
+    from controller.diagnostics import Diagnostic
+    from controller.manifests.validating import ValidationResult
+    from controller.verbs import reporting
+
+    file = 'fleet/<a&b>"q".yaml'
+    message = "section '<b>&amp;\"x\"</b>' is not declared\n\tsecond line \x01 end"
+    error = Diagnostic(
+        severity="error", file=file, line=3, column=5, path="spec.bots[0]", message=message, hint="a & b", code="reference"
+    )
+    warning = Diagnostic(severity="warning", file=file, line=4, column=1, path="", message='<w> & "w"', code="frequent")
+    result = ValidationResult(diagnostics=[error, warning], state=None, files=[file], documents=1)
+    root = ET.fromstring(reporting.validation_junit(result, strict=False))
+    case = root.find("testsuite/testcase")
+    failure = case.find("failure")
+    spelt = error.render().replace("\x01", "\\x01")  # XML 1.0 cannot carry U+0001: its escape, as text
+    assert case.get("name") == file
+    assert failure.get("message") == message.replace("\x01", "\\x01")  # newline and tab kept in the attribute
+    assert failure.get("type") == "reference"
+    assert failure.text == spelt
+    assert case.find("system-out").text == warning.render()
+    assert (root.get("tests"), root.get("failures")) == ("1", "1")
+
+
 def test_junit_counts_a_binary_file_as_a_failed_case(tmp_path: Path, capsys) -> None:
     (tmp_path / "a.yaml").write_text(textwrap.dedent(VALID))
     (tmp_path / "b.yaml").write_bytes(b"\x00")

@@ -327,7 +327,7 @@ def test_sigterm_while_a_log_line_is_being_written(user: Path, manifests: Path, 
         stdout.close()
     text = out[0].decode() if out else ""
     assert "stopping signal=SIGTERM" in text, text[-2000:]
-    assert re.search(r" stopped runs=\d+$", text.rstrip()), text[-2000:]
+    assert re.search(r" stopped runs=\d+ level=info$", text.rstrip()), text[-2000:]
 
 
 # --- one reconciler per home ----------------------------------------------------------------------

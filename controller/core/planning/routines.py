@@ -16,6 +16,7 @@ from typing import Any
 from controller.core import drift, jobs
 from controller.core.inventory import routine_key, routine_name, routine_parts, split_key
 from controller.core.types import Action, FieldChange, Inputs, Kind, ObjectChange, Op, Reason
+from controller.errors import ScheduleError
 from controller.hermes import schedules
 from controller.manifests.desired import DesiredBot
 from controller.manifests.models import Routine
@@ -142,7 +143,7 @@ def _next_runs_note(schedule: str, tz: tzinfo | None, now: datetime) -> str:
     # schedules, and each distinct one is worked out once per plan.
     try:
         parsed = schedules.parse(schedule)
-    except schedules.ScheduleError:
+    except ScheduleError:
         return ""
     if parsed.kind != "cron":
         return ""

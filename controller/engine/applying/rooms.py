@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from controller.adapters import fsio, home, profilemeta, roomlink
 from controller.adapters import gateway as gw
@@ -73,6 +73,8 @@ REVISION_CODES = (4117, 4124)  # the room codes of rename and of members/policy 
 ROSTER_CODES = (5111, 5120)  # the generic codes a refused roster comes back with
 ATTEMPTS = 3  # converging one room: the first try and two re-plans after a revision change
 CREATE_ATTEMPTS = 3  # fresh ids to try when an id turns out to be retired
+
+_T = TypeVar("_T")
 
 
 class _Stale(Exception):
@@ -331,7 +333,7 @@ def _create_room(session: gw.Session, base: str, room: Room, seating: _Seating) 
     )
 
 
-def _read_back(session: gw.Session, what: str, read: Callable[[], Any], unknown: str) -> Any:
+def _read_back(session: gw.Session, what: str, read: Callable[[], _T], unknown: str) -> _T:
     """Read back after a lost reply; when that read cannot be made either, the outcome stays unknown
     (and says what may have happened) rather than turning into a connection error."""
     try:
