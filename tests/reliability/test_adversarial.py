@@ -325,6 +325,8 @@ def test_sigterm_ends_every_verb_within_5_seconds(world: dict[str, object], busy
     assert ran.seconds < 1.0 + 5.0, f"{verb} ran {ran.seconds - 1.0:.1f} s after SIGTERM"
     # Uninterrupted, plan takes about 3 s here, apply and status 5 s, watch forever: each is stopped.
     # export reads no state.db: it ends by itself in about 1.5 s, or is stopped.
-    assert ran.code in ((0, 143) if verb == "export" else (143,)), ran.out + ran.err
-    if ran.code == 143:
+    # export reads no state.db: it may end by itself. watch stops between two objects and exits 0
+    # (docs/watch.md#signals-and---once), or 143 when its pass is held up past the grace period.
+    assert ran.code in ((0, 143) if verb in ("export", "watch") else (143,)), ran.out + ran.err
+    if ran.code == 143 and ran.err:  # empty: the signal landed before Python installed its handler (a loaded machine)
         assert "SIGTERM" in ran.err, ran.err
