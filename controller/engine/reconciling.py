@@ -8,19 +8,20 @@ reconciler in watching.py only add input (manifests) and output around it.
 from __future__ import annotations
 
 from collections.abc import Callable
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
-from controller.adapters import locking, parsecache, profiles
+from controller.adapters import locking, obscache, parsecache, profiles
 from controller.core import planning
 from controller.core.inventory import Inventory
 from controller.core.selection import Selection, select
 from controller.core.types import Inputs, Options, Plan, RunResult
 from controller.engine import applying, history, observing, records
-from controller.errors import ConflictError, UsageError
+from controller.errors import ConflictError, ControllerError, UsageError
 from controller.manifests.desired import DesiredState
 
 NO_OPTIONS = Options()
@@ -45,14 +46,16 @@ def plan_home(
     gateway: gw.GatewayOptions | None = None,
     hermes_version: str | None = None,
     selection: Selection | None = None,
+    cache: obscache.ObservationCache | None = None,
 ) -> Planned:
     """Observe and plan; writes nothing (the gateway is only read). A `selection` keeps only its
-    bots' objects (core/selection.py)."""
+    bots' objects (core/selection.py). With `cache`, files whose stat keys it holds are not read
+    again (adapters/obscache.py); without, every file is read."""
     parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
     inventory = records.load(root, state.fleet)
     check_slice(inventory, state, options)
     inventory.reclaim(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
-    observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
+    observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms, cache=cache)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
     chosen = selection or Selection()
     return Planned(root, state, inputs, select(planning.plan(inputs), state, chosen), files, chosen.describe())
@@ -102,12 +105,17 @@ def apply_once(
     snapshot: history.Snapshot | None = None,
     on_progress: applying.ProgressFn | None = None,
     selection: Selection | None = None,
+    use_cache: bool = True,
+    cache: obscache.ObservationCache | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
     """Plan, then apply under the lock. Conflicts raise ConflictError before anything is written.
 
     With `snapshot` (the manifests as read), the run is recorded in the apply history: always for
     `apply` and `rollback`, for `watch` only when it changed or failed something.
     `on_progress(done, total, object)` is called as the apply goes (applying.apply_plan).
+    The first, unlocked plan may take unchanged files from the observation cache (`cache`, else
+    the home's own unless `use_cache` is False); the plan under the lock reads every file in full,
+    and the cache is written afresh after the apply (`cache` itself is updated: a watch loop's).
     """
     try:
         return _apply_once(
@@ -125,6 +133,7 @@ def apply_once(
             snapshot,
             on_progress,
             selection,
+            cache if cache is not None else obscache.ObservationCache.load(root, use=use_cache),
         )
     finally:
         if gateway is not None:
@@ -146,11 +155,14 @@ def _apply_once(
     snapshot: history.Snapshot | None,
     on_progress: applying.ProgressFn | None,
     selection: Selection | None = None,
+    cache: obscache.ObservationCache | None = None,
 ) -> tuple[Planned, applying.ApplyResult]:
     parsecache.start_run()
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
-    early = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection)
+    early = plan_home(
+        root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection, cache=cache
+    )
     if early.plan.conflicts:
         if on_conflict:
             on_conflict(early)
@@ -161,8 +173,17 @@ def _apply_once(
         # Under the lock no other hermes-fleet run writes here: a temp file or staging folder of a
         # dead process is debris of a killed run (docs/reliability.md#leftovers-of-a-killed-run).
         swept = profiles.sweep_leftovers(root, set(state.bots) | owned)
+        # Under the lock every file is read in full (the cache only records what it found).
+        locked = obscache.ObservationCache(root, use=False)
         planned = plan_home(
-            root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection
+            root,
+            state,
+            files,
+            options=options,
+            gateway=gateway,
+            hermes_version=hermes_version,
+            selection=selection,
+            cache=locked,
         )
         if planned.plan.conflicts:
             if on_conflict:
@@ -176,6 +197,7 @@ def _apply_once(
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=revision)
         parsecache.save(root)
+        refresh_cache(root, planned, locked, cache)
         if snapshot is not None and (snapshot.command != "watch" or results.outcomes or planned.plan.errors):
             # The run's last write, after the inventory and the parse cache: a kill before it loses
             # this one entry (the next apply records its own), never an earlier one.
@@ -192,6 +214,22 @@ def _apply_once(
                 replaced=results.replaced_dir,
             )
     return planned, results
+
+
+def refresh_cache(
+    root: Path, planned: Planned, locked: obscache.ObservationCache, target: obscache.ObservationCache | None
+) -> None:
+    """After an apply's writes: observe its bots again, reading only what changed since the locked
+    read, and write the observation cache. A cache that cannot be written is no error (the next
+    plan reads in full)."""
+    locked.reopen(time.time_ns())  # a file written in the tick of its read is read again
+    observing.refresh(root, planned.state, planned.inputs.observed, locked)
+    if target is not None:
+        target.take(locked)
+    try:
+        (target or locked).save()
+    except ControllerError:
+        pass
 
 
 def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult, *, revision: str | None = None) -> None:

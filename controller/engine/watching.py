@@ -35,7 +35,7 @@ from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_edi
 from controller.core import health as health_core
 from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
 from controller.core.types import Options as PlanOptions
-from controller.engine import health, history, notifying, reconciling, records
+from controller.engine import health, history, notifying, observecache, reconciling, records
 from controller.errors import (
     ConflictError,
     ContainmentError,
@@ -70,6 +70,7 @@ class Options:
     health: bool = True  # check runtime health after each pass (metrics, alerts on transitions)
     rooms: bool = True  # False: --no-rooms, rooms are left out (the gateway is not asked, no room changes)
     pass_deadline: float = 600.0  # a pass running longer makes /healthz unhealthy (docs/watch.md)
+    full_every: int = 10  # read the home in full every N passes (engine/observecache.py); 0: never
 
 
 @dataclass
@@ -286,6 +287,8 @@ class Reconciler:
         self.seen_run: Run | None = None
         self.seen_findings: tuple[health_core.Finding, ...] = ()
         self.pass_started: float | None = None  # time.monotonic() of the pass in progress
+        self.observations = observecache.WatchObservations(root, options.full_every)
+        self.pass_cache = self.observations.cache
 
     # --- one pass --------------------------------------------------------------------------------
 
@@ -376,6 +379,7 @@ class Reconciler:
         self.fleet = state.fleet
         self.metrics.observe_slice(state.fleet, list(state.bots))
         self._configure_webhooks(state)
+        self.pass_cache = self.observations.begin_pass()  # engine/observecache.py
         try:
             run = self._converge(now, trigger, snap, state, result)
         except LockHeld as exc:
@@ -385,6 +389,8 @@ class Reconciler:
             return Run(now, trigger, "conflict", snap.revision, state.digest, message=str(exc))
         except ControllerError as exc:
             return Run(now, trigger, "partial", snap.revision, state.digest, message=str(exc))
+        finally:
+            self.observations.end_pass(self.pass_cache)
         self.stalled_revision = None
         if run.result in ("applied", "in-sync", "drift"):
             self.last_good_revision = snap.revision
@@ -411,7 +417,7 @@ class Reconciler:
         drift: list[str] = []
         pending_only = False
         if not must_apply:
-            planned = reconciling.plan_home(self.root, state, files, options=self.plan_options)
+            planned = reconciling.plan_home(self.root, state, files, options=self.plan_options, cache=self.pass_cache)
             drift = _changed_objects(planned)
             self.metrics.observe_routines(_routine_health(planned))
             # A new revision whose pending changes are no hand edit (a secret file's new value) applies.
@@ -451,6 +457,7 @@ class Reconciler:
                 revision=snap.revision if isinstance(self.source, GitSource) else None,
             ),
             on_progress=ProgressLog(self.log),
+            cache=self.pass_cache,
         )
         if results.replaced_dir:
             self.log.event("replaced_kept", files=len(results.replaced), folder=results.replaced_dir)
@@ -534,6 +541,7 @@ class Reconciler:
 
     def loop(self) -> None:
         watcher = self._start_watcher()
+        self.observations.start(self.stop)
         trigger = "start"
         try:
             while not self.stop.is_set():
