@@ -96,7 +96,9 @@ def profile_fields(facts: Any, name: str) -> dict[str, Any] | None:
         return None
     if not isinstance(files, list) or not all(f in AVATAR_EXTENSIONS for f in files):
         return None
-    if marker is not None and not (isinstance(marker, dict) and marker.get("profile") == name and isinstance(marker.get("fleet"), str)):
+    if marker is not None and not (
+        isinstance(marker, dict) and marker.get("profile") == name and isinstance(marker.get("fleet"), str)
+    ):
         return None
     return {**facts, "avatar": tuple(avatar) if avatar else None, "avatar_files": tuple(files)}
 

@@ -293,7 +293,9 @@ def refresh(root: Path, state: DesiredState, observed: Observed, cache: obscache
     pool = sharing.Sharer()
     for name in observed.live:
         try:
-            live = observe_profile(root, name, with_bot_chat=name != DEFAULT_PROFILE or name in state.bots, pool=pool, cache=cache)
+            live = observe_profile(
+                root, name, with_bot_chat=name != DEFAULT_PROFILE or name in state.bots, pool=pool, cache=cache
+            )
             if name in observed.jobs and live.exists:
                 read_jobs(live.path, name, cache)
         except ControllerError:
@@ -357,13 +359,18 @@ class RuntimeFacts:
         return cls(tuple(live.errors), provider, env_keys, enabled)
 
 
-def read_jobs(path: Path, name: str, cache: obscache.ObservationCache | None) -> list[dict[str, Any]] | None:
-    """cronstore.read_jobs of profile `name` at `path`, or what the cache holds of it."""
+def read_jobs(
+    path: Path, name: str, cache: obscache.ObservationCache | None, pool: sharing.Sharer | None = None
+) -> list[dict[str, Any]] | None:
+    """cronstore.read_jobs of profile `name` at `path`, or what the cache holds of it (its jobs
+    share their keys already: one JSON document); jobs read are shared through `pool` if given."""
     hit, facts, keys = _lookup(cache, f"jobs:{name}", lambda: observecache.jobs_keys(path))
     jobs = observecache.jobs_facts(facts) if hit else False
     if jobs is not False:
         return jobs
     jobs = cronstore.read_jobs(path)
+    if pool is not None and jobs is not None:
+        jobs = [pool.share(j) for j in jobs]
     if cache is not None:
         cache.put(f"jobs:{name}", keys, jobs)
     return jobs
@@ -444,7 +451,7 @@ def _observe_routines(
     for name in sorted(owners | sources | {n for n, b in state.bots.items() if b.routines}):
         profile = live.get(name) or observe_profile(root, name, with_bot_chat=False, pool=pool, cache=cache)
         try:
-            jobs[name] = tuple(pool.share(j) for j in read_jobs(profile.path, name, cache) or []) if profile.exists else ()
+            jobs[name] = tuple(read_jobs(profile.path, name, cache, pool) or ()) if profile.exists else ()
         except ControllerError as exc:
             errors[name] = str(exc)
         tz_name = _desired_timezone(state, name)
