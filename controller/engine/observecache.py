@@ -103,13 +103,14 @@ def profile_fields(facts: Any, name: str) -> dict[str, Any] | None:
     return {**facts, "avatar": tuple(avatar) if avatar else None, "avatar_files": tuple(files)}
 
 
-def jobs_facts(facts: Any) -> list[dict[str, Any]] | None | bool:
-    """The cached jobs of a cron store (None: no store); False when `facts` are not a list of objects."""
+def jobs_facts(facts: Any) -> tuple[bool, list[dict[str, Any]] | None]:
+    """(True, the cached jobs of a cron store; None: no store), or (False, None) when `facts` are
+    not a list of objects."""
     if facts is None:
-        return None
+        return True, None
     if isinstance(facts, list) and all(isinstance(j, dict) for j in facts):
-        return facts
-    return False
+        return True, facts
+    return False, None
 
 
 class WatchObservations:

@@ -23,9 +23,9 @@ from controller.adapters import (
     fsio,
     hermes_install,
     home,
-    obscache,
     homebounds,
     honcho,
+    obscache,
     profilemeta,
     profiles,
     runtime,
@@ -365,9 +365,9 @@ def read_jobs(
     """cronstore.read_jobs of profile `name` at `path`, or what the cache holds of it (its jobs
     share their keys already: one JSON document); jobs read are shared through `pool` if given."""
     hit, facts, keys = _lookup(cache, f"jobs:{name}", lambda: observecache.jobs_keys(path))
-    jobs = observecache.jobs_facts(facts) if hit else False
-    if jobs is not False:
-        return jobs
+    valid, cached = observecache.jobs_facts(facts) if hit else (False, None)
+    if valid:
+        return cached
     jobs = cronstore.read_jobs(path)
     if pool is not None and jobs is not None:
         jobs = [pool.share(j) for j in jobs]

@@ -7,8 +7,9 @@ reconciler in watching.py only add input (manifests) and output around it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -226,10 +227,8 @@ def refresh_cache(
     observing.refresh(root, planned.state, planned.inputs.observed, locked)
     if target is not None:
         target.take(locked)
-    try:
+    with contextlib.suppress(ControllerError):
         (target or locked).save()
-    except ControllerError:
-        pass
 
 
 def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult, *, revision: str | None = None) -> None:

@@ -35,7 +35,7 @@ from controller.adapters.sources import GitSource, LocalSource, Snapshot, is_edi
 from controller.core import health as health_core
 from controller.core.types import WRITING_ACTIONS, Action, Kind, RunResult
 from controller.core.types import Options as PlanOptions
-from controller.engine import health, history, notifying, observecache, reconciling, records
+from controller.engine import health, history, notifying, observecache, observing, reconciling, records
 from controller.errors import (
     ConflictError,
     ContainmentError,
@@ -328,7 +328,7 @@ class Reconciler:
         self.seen_run = run
         if self.options.health and run.result not in ("source-error",):
             try:
-                checked = health.check(self.root, self.fleet)
+                checked = health.check(self.root, self.fleet, reads=observing.HomeReads(self.root, self.pass_cache))
             except (ControllerError, OSError) as exc:
                 self.log.event("health_error", message=str(exc))
             else:
