@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import __version__, bounded
-from controller.adapters import fsio
+from controller.adapters import configfile, fsio
 from controller.adapters.home import check_state_path, state_dir
 
 VERSION = 1
@@ -158,8 +158,10 @@ class ObservationCache:
         self._old, self._new, self._written_ns = other._old, other._new, other._written_ns
 
     def save(self) -> None:
-        """Write the units recorded in this run (atomic, 0600); a unit whose facts JSON cannot hold
-        exactly (a non-text key, a date) is left out and read in full next time."""
+        """Write the units recorded in this run (atomic, 0600). A unit whose facts JSON cannot hold
+        exactly (a non-text key, a date), or that shows a sign of a credential (a key named like
+        one, a URL with a user or query part: configfile.may_hold_secret), is left out and read in
+        full next time."""
         path = cache_path(self.root)
         check_state_path(self.root, path.parent)
         fsio.make_dirs(path.parent, mode=0o700)
@@ -225,8 +227,8 @@ def _render(units: dict[str, tuple[tuple[Key, ...], Any]]) -> Iterator[bytes]:
     first = True
     for unit in sorted(units):
         keys, facts = units[unit]
-        if not exact_json(facts):
-            continue
+        if not exact_json(facts) or configfile.may_hold_secret(facts):
+            continue  # read in full next time: no secret is kept in a state file
         yield (b"" if first else b",") + compact(unit) + b":" + compact([[list(k) if k else None for k in keys], facts])
         first = False
     yield b"}}\n"

@@ -224,3 +224,17 @@ def test_watch_reads_in_full_every_n_passes(home: Path, manifests: Path) -> None
         reconciler.reconcile("interval")
         uses.append(reconciler.pass_cache.use)
     assert uses == [True, True, False, True, True, False]
+
+
+def test_a_config_with_a_credential_is_not_cached(home: Path, manifests: Path) -> None:
+    # A key that names a credential in config.yaml (a user's own `api_key`): never in a state file.
+    token = "sk-handmade-SECRETVALUE-42"
+    manifest = write_fleet(manifests, [BOT])
+    assert apply(manifest, home).code == 0
+    config = home / "profiles" / "alpha" / "config.yaml"
+    config.write_text(config.read_text() + f"custom_provider:\n  api_key: {token}\n")
+    assert apply(manifest, home).code == 0
+    assert token in config.read_text()
+    text = obscache.cache_path(home).read_text()
+    assert token not in text and "profile:alpha" not in text
+    assert "jobs:alpha" in text or "fence:alpha" in text  # the rest of the cache is there
