@@ -7,7 +7,6 @@ reconciler in watching.py only add input (manifests) and output around it.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from controller.core.inventory import Inventory
 from controller.core.selection import Selection, select
 from controller.core.types import Inputs, Options, Plan, RunResult
 from controller.engine import applying, history, observing, records
-from controller.errors import ConflictError, ControllerError, UsageError
+from controller.errors import ConflictError, UsageError
 from controller.manifests.desired import DesiredState
 
 NO_OPTIONS = Options()
@@ -221,14 +220,13 @@ def refresh_cache(
     root: Path, planned: Planned, locked: obscache.ObservationCache, target: obscache.ObservationCache | None
 ) -> None:
     """After an apply's writes: observe its bots again, reading only what changed since the locked
-    read, and write the observation cache. A cache that cannot be written is no error (the next
-    plan reads in full)."""
+    read, and write the observation cache (a write that fails is the apply's error, as the parse
+    cache's: the run's files are all written by then, and the next plan reads in full)."""
     locked.reopen(time.time_ns())  # a file written in the tick of its read is read again
     observing.refresh(root, planned.state, planned.inputs.observed, locked)
     if target is not None:
         target.take(locked)
-    with contextlib.suppress(ControllerError):
-        (target or locked).save()
+    (target or locked).save()
 
 
 def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult, *, revision: str | None = None) -> None:
