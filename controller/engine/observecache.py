@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import cronstore, home, obscache, sessions
+from controller.adapters import home, obscache, sessions
 from controller.adapters import inventory as inventory_file
 from controller.core.types import LiveProfile
 from controller.errors import ControllerError
@@ -32,8 +32,8 @@ PROFILE_FILES = ("config.yaml", "profile.yaml", "SOUL.md", *(f"assets/avatar.{e}
 _STR_OR_NONE = ("description", "display_name", "soul")
 
 
-def profile_keys(root: Path, name: str) -> tuple[obscache.Key, ...] | None:
-    base = f"{home.profile_dir(root, name)}/"
+def profile_keys(path: Path) -> tuple[obscache.Key, ...] | None:
+    base = f"{path}/"
     return obscache.stat_keys([*(base + f for f in PROFILE_FILES), base + inventory_file.MARKER])
 
 
@@ -66,7 +66,7 @@ def botchat_keys(path: Path) -> tuple[obscache.Key, ...] | None:
 
 
 def jobs_keys(path: Path) -> tuple[obscache.Key, ...] | None:
-    return obscache.stat_keys([str(cronstore.jobs_path(path))])
+    return obscache.stat_keys([f"{path}/cron/jobs.json"])  # cronstore.jobs_path, without a Path per call
 
 
 def profile_facts(live: LiveProfile) -> dict[str, Any]:

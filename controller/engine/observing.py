@@ -206,7 +206,7 @@ def observe_profile(
     tombstoned = name != DEFAULT_PROFILE and profiles.is_tombstoned(root, name)
     if not exists:
         return LiveProfile(name=name, path=path, exists=False, tombstoned=tombstoned)
-    hit, facts, keys = _lookup(cache, f"profile:{name}", lambda: observecache.profile_keys(root, name))
+    hit, facts, keys = _lookup(cache, f"profile:{name}", lambda: observecache.profile_keys(path))
     fields = observecache.profile_fields(facts, name) if hit else None
     if fields is not None:
         errors: list[str] = []

@@ -62,7 +62,7 @@ def stale_cache(home: Path, *, after_ns: int) -> dict[str, Any]:
     ones), written `after_ns` after config.yaml's mtime."""
     data = cache_data(home)
     unit = "profile:alpha"
-    keys = observecache.profile_keys(home, "alpha")
+    keys = observecache.profile_keys(home / "profiles" / "alpha")
     assert keys is not None and unit in data["units"]
     data["units"][unit][0] = [list(k) if k else None for k in keys]
     config = home / "profiles" / "alpha" / "config.yaml"
@@ -97,7 +97,7 @@ def test_a_changed_key_is_read_again(applied: Path, home: Path) -> None:
 def test_the_racy_rule_catches_an_edit_that_keeps_size_and_mtime(applied: Path, home: Path) -> None:
     config = home / "profiles" / "alpha" / "config.yaml"
     edit_keeping_size_and_mtime(config, "max_turns: 12", "max_turns: 13")
-    keys = observecache.profile_keys(home, "alpha")
+    keys = observecache.profile_keys(home / "profiles" / "alpha")
     assert keys is not None
     # The cache written 5 ms after the file: within the granularity, so the entry is racy and read.
     stale_cache(home, after_ns=5_000_000)
