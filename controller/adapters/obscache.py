@@ -41,6 +41,12 @@ Key = tuple[int, int, int, int, int] | None  # (st_dev, st_ino, st_size, st_mtim
 NO_CACHE_ENV = "HERMES_FLEET_NO_CACHE"  # "1": every verb reads the home in full, as --no-cache
 
 
+def wanted(use: bool = True) -> bool:
+    """Whether a read-only verb should take the cache: not with --no-cache (`use=False`) nor with
+    HERMES_FLEET_NO_CACHE=1 (it then reads every file as before, recording nothing)."""
+    return use and os.environ.get(NO_CACHE_ENV) != "1"
+
+
 def cache_path(root: Path) -> Path:
     return state_dir(root) / "cache" / "observed.json"
 

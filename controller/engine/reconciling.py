@@ -133,7 +133,7 @@ def apply_once(
             snapshot,
             on_progress,
             selection,
-            cache if cache is not None else obscache.ObservationCache.load(root, use=use_cache),
+            cache if cache is not None else obscache.ObservationCache.load(root) if obscache.wanted(use_cache) else None,
         )
     finally:
         if gateway is not None:

@@ -45,9 +45,11 @@ def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
         gateway.release()
 
 
-def observation_cache(args: argparse.Namespace) -> obscache.ObservationCache:
-    """The home's observation cache, or none that hits (--no-cache: every file read in full)."""
-    return obscache.ObservationCache.load(resolve_root(args.home), use=not getattr(args, "no_cache", False))
+def observation_cache(args: argparse.Namespace) -> obscache.ObservationCache | None:
+    """The home's observation cache; None with --no-cache (every file read in full)."""
+    if not obscache.wanted(not getattr(args, "no_cache", False)):
+        return None
+    return obscache.ObservationCache.load(resolve_root(args.home))
 
 
 def view(plan: Plan, args: argparse.Namespace, *, group: bool = False) -> str:
