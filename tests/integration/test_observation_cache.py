@@ -238,3 +238,18 @@ def test_a_config_with_a_credential_is_not_cached(home: Path, manifests: Path) -
     text = obscache.cache_path(home).read_text()
     assert token not in text and "profile:alpha" not in text
     assert "jobs:alpha" in text or "fence:alpha" in text  # the rest of the cache is there
+
+
+def test_a_symlink_put_in_after_the_cache_was_written_is_still_refused(applied: Path, home: Path, tmp_path: Path) -> None:
+    # The containment check is skipped only for folders whose stat keys did not move: a link put in
+    # changes its folder's listing, hence its key, and the check runs again (exit 3).
+    time.sleep(2 * obscache.FINE_NS / 1e9)
+    assert apply(applied, home).code == 0  # a settled cache: the fence unit of alpha is in it
+    assert '"fence:alpha"' in obscache.cache_path(home).read_text()
+    outside = tmp_path / "outside.yaml"
+    config = home / "profiles" / "alpha" / "config.yaml"
+    outside.write_text(config.read_text())
+    config.unlink()
+    config.symlink_to(outside)
+    run = plan(applied, home)
+    assert run.code == 3 and "leads to" in run.text, run.text
