@@ -71,6 +71,17 @@ def duration(text: str) -> float:
     return seconds
 
 
+def _non_negative(text: str) -> int:
+    """A count option: a whole number of 0 or more."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: use a whole number of 0 or more")
+    return value
+
+
 def _completer(what: str) -> Callable[..., list[str]]:
     """Names for shell completion (bot, fleet, host, backup, entry), read only when a shell asks."""
 
@@ -274,6 +285,13 @@ def setup_plan(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prune", action="store_true", help="include deletions of owned objects gone from the manifests")
     p.add_argument("--adopt", action="store_true", help="plan to take over same-named objects this fleet does not own")
     p.add_argument("--out", metavar="FILE", help="also save the plan, with what it was made against, for `apply --plan FILE`")
+    _add_no_cache_arg(p)
+
+
+def _add_no_cache_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-cache", action="store_true", help="read every file of the home in full, not what the observation cache holds"
+    )
 
 
 def setup_apply(p: argparse.ArgumentParser) -> None:
@@ -321,6 +339,7 @@ def setup_status(p: argparse.ArgumentParser) -> None:
     _add_recursive_arg(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
     _add_gateway_args(p)
+    _add_no_cache_arg(p)
 
 
 def setup_demo(p: argparse.ArgumentParser) -> None:
@@ -398,6 +417,13 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
         help="leave rooms out: do not ask the gateway, change no room (for a host without a gateway)",
     )
     p.add_argument("--log-format", choices=("text", "json", "journal"), default="text")
+    p.add_argument(
+        "--full-every",
+        type=_non_negative,
+        default=10,
+        metavar="N",
+        help="read every file of the home in full every N passes, the observation cache's safety net (default 10; 0: never)",
+    )
     p.add_argument(
         "--health-port", type=int, metavar="PORT", help="serve /healthz and /metrics on PORT (127.0.0.1 unless --health-bind)"
     )

@@ -29,3 +29,16 @@ def hermes_root(tmp_path: Path) -> Path:
 def hermes(hermes_root: Path, tmp_path: Path) -> HermesCLI:
     """The real hermes 0.19.0 CLI with HERMES_HOME=hermes_root; skipped (failed on CI) if absent."""
     return HermesCLI(require_hermes(), hermes_root, tmp_path)
+
+
+@pytest.fixture(params=["cache", "no-cache"])
+def observation_cache(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test with the observation cache on (the default) and off (HERMES_FLEET_NO_CACHE=1,
+    as --no-cache for every verb, subprocesses included): the results must agree."""
+    from controller.adapters import obscache
+
+    if request.param == "no-cache":
+        monkeypatch.setenv(obscache.NO_CACHE_ENV, "1")
+    else:
+        monkeypatch.delenv(obscache.NO_CACHE_ENV, raising=False)
+    return str(request.param)

@@ -388,6 +388,12 @@ _SECRET_KEY = re.compile(r"key|token|secret|passw|credential|auth|cookie|bearer|
 _URL_CREDENTIAL = re.compile(r"://[^/\s]*@|[?&][^=&\s]+=")
 
 
+def may_hold_secret(value: Any) -> bool:
+    """True when `value` (plain data) shows a sign of a credential: a key that names one, or a URL
+    with a user or query part. Such values are kept in no state file (parse and observation caches)."""
+    return _may_hold_secret(value)
+
+
 def _may_hold_secret(value: Any, key: str = "") -> bool:
     if _SECRET_KEY.search(key):
         return True

@@ -152,6 +152,7 @@ class StateLayout:
     GIT: ClassVar[str] = "git"  # the reconciler's clones
     CACHE: ClassVar[str] = "cache"
     PARSE_CACHE: ClassVar[str] = "cache/parsed.json"
+    OBSERVATION_CACHE: ClassVar[str] = "cache/observed.json"  # stat keys and facts (adapters/obscache.py)
     OUTBOX: ClassVar[str] = "outbox"  # outbox/<webhook>/<event id>.json
     APPLY_LOCK: ClassVar[str] = "apply.lock"
     WATCH_LOCK: ClassVar[str] = "watch.lock"
@@ -201,6 +202,10 @@ class StateLayout:
     @property
     def parse_cache(self) -> Path:
         return self.path / self.PARSE_CACHE
+
+    @property
+    def observation_cache(self) -> Path:
+        return self.path / self.OBSERVATION_CACHE
 
     @property
     def outbox(self) -> Path:

@@ -40,6 +40,7 @@ class Options:
     health: bool = True  # check runtime health after each pass (metrics, alerts on transitions)
     rooms: bool = True  # False: --no-rooms, rooms are left out (the gateway is not asked, no room changes)
     pass_deadline: float = 600.0  # a pass running longer makes /healthz unhealthy (docs/watch.md)
+    full_every: int = 10  # read the home in full every N passes (engine/observecache.py); 0: never
 
 
 @dataclass(kw_only=True)

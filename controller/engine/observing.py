@@ -25,6 +25,7 @@ from controller.adapters import (
     home,
     homebounds,
     honcho,
+    obscache,
     profilemeta,
     profiles,
     runtime,
@@ -39,7 +40,7 @@ from controller.core import mcp as mcp_servers
 from controller.core import rooms
 from controller.core.inventory import INSTALL_KEY, Inventory, bot_key, routine_parts, split_key
 from controller.core.types import GatewayView, LiveProfile, Observed, Reason, RenameSeen
-from controller.engine import records
+from controller.engine import observecache, records
 from controller.errors import ControllerError, GatewayError, GatewayIncompatible, GatewayRefused, RefusedValue, SecretUnavailable
 from controller.hermes import AVATAR_EXTENSIONS, DEFAULT_PROFILE, image_extension, naming
 from controller.manifests import references
@@ -57,9 +58,11 @@ def observe(
     hermes_version: str | None = None,
     *,
     with_rooms: bool = True,
+    cache: obscache.ObservationCache | None = None,
 ) -> Observed:
     """Everything a plan of `state` looks at, read once (read-only); the gateway only when rooms
-    are involved and not left out (`with_rooms=False`: --no-rooms).
+    are involved and not left out (`with_rooms=False`: --no-rooms). With `cache`, a profile's files
+    whose stat keys it holds are not read again (engine/observecache.py).
 
     ContainmentError (exit 3, before anything is written) when a profile it reads, or our own state
     under `.hermes-fleet/`, leads out of where it belongs through a symlink.
@@ -69,18 +72,24 @@ def observe(
     names = set(state.bots) | set(inventory.owned_bots()) | sources
     # One pool for every profile's decoded files: the same keys and lists are held once (memory).
     pool = sharing.Sharer()
-    live = {DEFAULT_PROFILE: observe_profile(root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots, pool=pool)}
+    live = {
+        DEFAULT_PROFILE: observe_profile(
+            root, DEFAULT_PROFILE, with_bot_chat=DEFAULT_PROFILE in state.bots, pool=pool, cache=cache
+        )
+    }
     # One listing of profiles/: a profile not in it is absent, with nothing to read or check
     # (a fresh home, or the new bots of a fleet, cost no system call each).
     present = home.profile_entries(root)
     for name in sorted(names - {DEFAULT_PROFILE}):
         if present is None or name in present:
-            live[name] = observe_profile(root, name, pool=pool)
+            live[name] = observe_profile(root, name, pool=pool, cache=cache)
         else:
             tombstoned = profiles.TOMBSTONE_DIR in present and profiles.is_tombstoned(root, name)
             live[name] = LiveProfile(name=name, path=home.profile_dir(root, name), exists=False, tombstoned=tombstoned)
     foreign, foreign_install = _foreign(root, state.fleet)
-    jobs, job_errors, timezones = _observe_routines(root, state=state, inventory=inventory, live=live, sources=sources, pool=pool)
+    jobs, job_errors, timezones = _observe_routines(
+        root, state=state, inventory=inventory, live=live, sources=sources, pool=pool, cache=cache
+    )
     env_values: dict[str, Mapping[str, str]] = {}
     secret_keys: dict[str, frozenset[str]] = {}
     secret_errors: dict[str, str] = {}
@@ -181,28 +190,75 @@ def observe_renames(root: Path, state: DesiredState, live: Mapping[str, LiveProf
 # --- profiles -------------------------------------------------------------------------------------
 
 
-def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: sharing.Sharer | None = None) -> LiveProfile:
+def observe_profile(
+    root: Path,
+    name: str,
+    *,
+    with_bot_chat: bool = True,
+    pool: sharing.Sharer | None = None,
+    cache: obscache.ObservationCache | None = None,
+) -> LiveProfile:
     """One profile as it is on disk; ContainmentError (exit 3) when its folder is a symlink or a file
     hermes-fleet would write leads out of it (docs/reliability.md#containment).
 
     `pool` shares what the profiles' config.yaml files have in common (LiveProfile values are
     read, never changed in place)."""
     pool = pool or sharing.Sharer()
-    path = home.check_profile(root, name)
+    path = _check_profile(root, name, cache)
     exists = path.is_dir()
     tombstoned = name != DEFAULT_PROFILE and profiles.is_tombstoned(root, name)
     if not exists:
         return LiveProfile(name=name, path=path, exists=False, tombstoned=tombstoned)
+    hit, facts, keys = _lookup(cache, f"profile:{name}", lambda: observecache.profile_keys(path))
+    fields = observecache.profile_fields(facts, name) if hit else None
+    if fields is not None:
+        errors: list[str] = []
+        env = _read(errors, path, lambda: envfile.read_env(path / ProfileLayout.ENV))
+        env_dict = env.as_dict() if env is not None else None
+        live = LiveProfile(name=name, path=path, exists=True, tombstoned=tombstoned, env=env_dict, errors=tuple(errors), **fields)
+        return _with_bot_chat(live, root, cache) if with_bot_chat else live
+    live, clean = _read_profile(root, name, path, tombstoned, pool)
+    if cache is not None and clean:  # a profile with a read error is read again next time
+        cache.put(f"profile:{name}", keys, observecache.profile_facts(live))
+    return _with_bot_chat(live, root, cache) if with_bot_chat else live
+
+
+def _lookup(
+    cache: obscache.ObservationCache | None, unit: str, keys_of: Callable[[], tuple[obscache.Key, ...] | None]
+) -> tuple[bool, Any, tuple[obscache.Key, ...] | None]:
+    return cache.lookup(unit, keys_of) if cache is not None else (False, None, None)
+
+
+def _check_profile(root: Path, name: str, cache: obscache.ObservationCache | None) -> Path:
+    """home.check_profile, skipped when the cache saw the profile's folders without a symlink in
+    them and their stat keys have not moved since (the folder itself is still checked)."""
+    if cache is None:
+        return home.check_profile(root, name)
+    path = home.check_profile_dir(root, name)
+    hit, fenced, keys = cache.lookup(f"fence:{name}", lambda: observecache.fence_keys(path))
+    if hit and fenced is True:
+        return path
+    home.check_profile(root, name)
+    if observecache.no_links(path):
+        cache.put(f"fence:{name}", keys, True)
+    return path
+
+
+def _read_profile(root: Path, name: str, path: Path, tombstoned: bool, pool: sharing.Sharer) -> tuple[LiveProfile, bool]:
+    """The profile read in full, and whether every file but .env read without an error."""
     errors: list[str] = []
     files = ProfileLayout(path)
     config = _read(errors, path, lambda: configfile.ConfigDoc.load(files.config))
-    env = _read(errors, path, lambda: envfile.read_env(files.env))
+    env_errors: list[str] = []
+    env = _read(env_errors, path, lambda: envfile.read_env(files.env))
+    errors += env_errors
     meta = _read(errors, path, lambda: profilemeta.ProfileMeta.load(files.meta))
     soul = _read_soul(errors, path)
     avatar, avatar_files = _read_avatar(errors, path)
     marker, marker_problem = inventory_file.read_marker_checked(root, name) if name != DEFAULT_PROFILE else (None, "")
     if marker_problem:
         errors.append(marker_problem)
+    clean = len(errors) == len(env_errors)
     live = LiveProfile(
         name=name,
         path=path,
@@ -221,14 +277,35 @@ def observe_profile(root: Path, name: str, *, with_bot_chat: bool = True, pool: 
         avatar_files=avatar_files,
         errors=tuple(errors),
     )
-    return _with_bot_chat(live, root) if with_bot_chat else live
+    return live, clean
 
 
-def _with_bot_chat(live: LiveProfile, root: Path) -> LiveProfile:
+def _with_bot_chat(live: LiveProfile, root: Path, cache: obscache.ObservationCache | None = None) -> LiveProfile:
     """`live` with its Bot Chat looked up (a read error of `state.db` comes last in `errors`)."""
+    hit, found, keys = _lookup(cache, f"botchat:{live.name}", lambda: observecache.botchat_keys(live.path))
+    if hit and isinstance(found, bool):
+        return replace(live, bot_chat=found)
     errors = list(live.errors)
     found = _read(errors, live.path, lambda: sessions.find_bot_chat(live.path, root=root)) is not None
+    if cache is not None and len(errors) == len(live.errors):
+        cache.put(f"botchat:{live.name}", keys, found)
     return replace(live, bot_chat=found, errors=tuple(errors))
+
+
+def refresh(root: Path, state: DesiredState, observed: Observed, cache: obscache.ObservationCache) -> None:
+    """Observe again, through `cache`, the profiles and cron stores of `observed` (after an apply
+    changed some of them): only files whose stat keys moved are read. No secret is resolved, no
+    gateway asked. A profile that cannot be read now is left out of the cache."""
+    pool = sharing.Sharer()
+    for name in observed.live:
+        try:
+            live = observe_profile(
+                root, name, with_bot_chat=name != DEFAULT_PROFILE or name in state.bots, pool=pool, cache=cache
+            )
+            if name in observed.jobs and live.exists:
+                read_jobs(live.path, name, cache)
+        except ControllerError:
+            continue
 
 
 class HomeReads:
@@ -238,17 +315,18 @@ class HomeReads:
     40,000 reads of `jobs.json` before). Keeps each bot's cron jobs and the few facts health needs,
     never a whole observed profile (they would add up to the size of a plan)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, cache: obscache.ObservationCache | None = None) -> None:
         self.root = root
+        self.cache = cache
         self._facts: dict[str, RuntimeFacts] = {}
         self._jobs: dict[str, list[dict[str, Any]] | ControllerError] = {}
 
     def profile(self, name: str, *, with_bot_chat: bool) -> LiveProfile:
         """observe_profile, noting the facts `health` reads of it (health looks at no Bot Chat, so
         they are taken before it is looked up: its read error is not health's)."""
-        live = observe_profile(self.root, name, with_bot_chat=False)
+        live = observe_profile(self.root, name, with_bot_chat=False, cache=self.cache)
         self._facts[name] = RuntimeFacts.of(live)
-        return _with_bot_chat(live, self.root) if with_bot_chat and live.exists else live
+        return _with_bot_chat(live, self.root, self.cache) if with_bot_chat and live.exists else live
 
     def facts(self, name: str) -> RuntimeFacts:
         if name not in self._facts:
@@ -260,7 +338,7 @@ class HomeReads:
         store that cannot be read, each time it is asked for."""
         if name not in self._jobs:
             try:
-                self._jobs[name] = cronstore.read_jobs(home.profile_dir(self.root, name)) or []
+                self._jobs[name] = read_jobs(home.profile_dir(self.root, name), name, self.cache) or []
             except ControllerError as exc:
                 self._jobs[name] = exc
         got = self._jobs[name]
@@ -285,6 +363,23 @@ class RuntimeFacts:
         servers = live.config_value("mcp_servers")[1] if live.config is not None else None
         enabled = tuple(sorted(str(k) for k, v in servers.items() if mcp_servers.enabled(v))) if isinstance(servers, dict) else ()
         return cls(tuple(live.errors), provider, env_keys, enabled)
+
+
+def read_jobs(
+    path: Path, name: str, cache: obscache.ObservationCache | None, pool: sharing.Sharer | None = None
+) -> list[dict[str, Any]] | None:
+    """cronstore.read_jobs of profile `name` at `path`, or what the cache holds of it (its jobs
+    share their keys already: one JSON document); jobs read are shared through `pool` if given."""
+    hit, facts, keys = _lookup(cache, f"jobs:{name}", lambda: observecache.jobs_keys(path))
+    valid, cached = observecache.jobs_facts(facts) if hit else (False, None)
+    if valid:
+        return cached
+    jobs = cronstore.read_jobs(path)
+    if pool is not None and jobs is not None:
+        jobs = [pool.share(j) for j in jobs]
+    if cache is not None:
+        cache.put(f"jobs:{name}", keys, jobs)
+    return jobs
 
 
 def _shared_config(config: configfile.ConfigDoc, pool: sharing.Sharer) -> dict[str, Any]:
@@ -351,6 +446,7 @@ def _observe_routines(
     live: Mapping[str, LiveProfile],
     sources: set[str],
     pool: sharing.Sharer,
+    cache: obscache.ObservationCache | None = None,
 ) -> tuple[dict[str, tuple[Mapping[str, Any], ...]], dict[str, str], dict[str, tzinfo | None]]:
     """Each bot's own cron store, and the Hermes `timezone` its scheduler uses (a rename's old
     profile's too: its jobs are the renamed bot's). The jobs' 33 keys and short values are held
@@ -360,9 +456,9 @@ def _observe_routines(
     timezones: dict[str, tzinfo | None] = {}
     owners = {routine_parts(split_key(k)[1])[0] for k in inventory.keys_of("routine")}
     for name in sorted(owners | sources | {n for n, b in state.bots.items() if b.routines}):
-        profile = live.get(name) or observe_profile(root, name, with_bot_chat=False, pool=pool)
+        profile = live.get(name) or observe_profile(root, name, with_bot_chat=False, pool=pool, cache=cache)
         try:
-            jobs[name] = tuple(pool.share(j) for j in cronstore.read_jobs(profile.path) or []) if profile.exists else ()
+            jobs[name] = tuple(read_jobs(profile.path, name, cache, pool) or ()) if profile.exists else ()
         except ControllerError as exc:
             errors[name] = str(exc)
         tz_name = _desired_timezone(state, name)

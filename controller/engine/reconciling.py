@@ -7,6 +7,7 @@ reconciler in watching.py only add input (manifests) and output around it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from controller.adapters import gateway as gw
 from controller.adapters import inventory as inventory_file
-from controller.adapters import locking, parsecache, profiles
+from controller.adapters import locking, obscache, parsecache, profiles
 from controller.core import planning
 from controller.core import selection as selecting
 from controller.core.inventory import Inventory
@@ -47,16 +48,18 @@ def plan_home(
     gateway: gw.GatewayOptions | None = None,
     hermes_version: str | None = None,
     selection: Selection | None = None,
+    cache: obscache.ObservationCache | None = None,
 ) -> Planned:
     """Observe and plan; writes nothing (the gateway is only read). A `selection` keeps only its
-    bots' objects (core/selection.py)."""
+    bots' objects (core/selection.py). With `cache`, files whose stat keys it holds are not read
+    again (adapters/obscache.py); without, every file is read."""
     parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
     inventory = records.load(root, state.fleet)
     check_slice(inventory, state, options)
     chosen = selection or Selection()
     check_names(chosen, state, inventory)
     inventory = inventory.reclaimed(state.bots)  # a restored bot back in the manifests is owned again (engine/restoring.py)
-    observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms)
+    observed = observing.observe(root, state, inventory, gateway, hermes_version, with_rooms=options.rooms, cache=cache)
     inputs = Inputs(state=state, inventory=inventory, observed=observed, now=datetime.now(UTC), options=options)
     return Planned(
         root=root,
@@ -128,6 +131,8 @@ class ApplyRequest:
     snapshot: history.Snapshot | None = None  # the manifests as read, for the apply history
     on_progress: applying.ProgressFn | None = None
     selection: Selection | None = None
+    use_cache: bool = True  # the early, unlocked plan may take unchanged files from the observation cache
+    cache: obscache.ObservationCache | None = None  # watch: its in-memory cache (else the home's file)
 
 
 def apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
@@ -136,6 +141,9 @@ def apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
     With `snapshot` (the manifests as read), the run is recorded in the apply history: always for
     `apply` and `rollback`, for `watch` only when it changed or failed something.
     `on_progress(done, total, object)` is called as the apply goes (applying.apply_plan).
+    The first, unlocked plan may take unchanged files from the observation cache (`cache`, else
+    the home's own unless `use_cache` is False); the plan under the lock reads every file in full,
+    and the cache is written afresh after the apply (`cache` itself is updated: a watch loop's).
     """
     try:
         return _apply_once(request)
@@ -148,10 +156,15 @@ def _apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
     root, state, files, options = request.root, request.state, request.files, request.options
     gateway, hermes_version, selection = request.gateway, request.hermes_version, request.selection
     on_conflict, before_apply, snapshot = request.on_conflict, request.before_apply, request.snapshot
+    cache = request.cache
+    if cache is None and obscache.wanted(request.use_cache):
+        cache = obscache.ObservationCache.load(root)
     parsecache.start_run()
     # A conflict visible before locking refuses here, read-only: taking the lock would already
     # create <home>/.hermes-fleet/apply.lock (and the home itself) for an apply that changes nothing.
-    early = plan_home(root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection)
+    early = plan_home(
+        root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection, cache=cache
+    )
     if early.plan.conflicts:
         if on_conflict:
             on_conflict(early)
@@ -162,8 +175,17 @@ def _apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
         # Under the lock no other hermes-fleet run writes here: a temp file or staging folder of a
         # dead process is debris of a killed run (docs/reliability.md#leftovers-of-a-killed-run).
         swept = profiles.sweep_leftovers(root, set(state.bots) | owned)
+        # Under the lock every file is read in full (the cache only records what it found).
+        locked = obscache.ObservationCache(root, use=False)
         planned = plan_home(
-            root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection
+            root,
+            state,
+            files,
+            options=options,
+            gateway=gateway,
+            hermes_version=hermes_version,
+            selection=selection,
+            cache=locked,
         )
         if planned.plan.conflicts:
             if on_conflict:
@@ -177,6 +199,7 @@ def _apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=request.revision)
         parsecache.save(root)
+        refresh_cache(root, planned, locked, cache)
         handedits.record(
             root,
             (results.ledger or Ledger(planned.inputs.inventory)).inventory(),  # what this apply recorded
@@ -199,6 +222,19 @@ def _apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
                 replaced=results.replaced_dir,
             )
     return planned, results
+
+
+def refresh_cache(
+    root: Path, planned: Planned, locked: obscache.ObservationCache, target: obscache.ObservationCache | None
+) -> None:
+    """After an apply's writes: observe its bots again, reading only what changed since the locked
+    read, and write the observation cache (a write that fails is the apply's error, as the parse
+    cache's: the run's files are all written by then, and the next plan reads in full)."""
+    locked.reopen(time.time_ns())  # a file written in the tick of its read is read again
+    observing.refresh(root, planned.state, planned.inputs.observed, locked)
+    if target is not None:
+        target.take(locked)
+    (target or locked).save()
 
 
 def finish_inventory(root: Path, planned: Planned, results: applying.ApplyResult, *, revision: str | None = None) -> None:

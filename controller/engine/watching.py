@@ -29,7 +29,7 @@ from controller.core import watching as policy
 from controller.core.types import Action
 from controller.core.types import Options as PlanOptions
 from controller.core.watching import Effect, LoopState, Options, Run
-from controller.engine import health, history, notifying, reconciling, records, watchstatus
+from controller.engine import health, history, notifying, observecache, observing, reconciling, records, watchstatus
 from controller.engine.metrics import Metrics
 from controller.engine.watchlog import Log, ProgressLog
 from controller.errors import ConflictError, ControllerError, LockHeld, SourceError
@@ -79,6 +79,8 @@ class Reconciler:
         self.seen_run: Run | None = None
         self.seen_findings: tuple[health_core.Finding, ...] = ()
         self.pass_started: float | None = None  # clock.monotonic() of the pass in progress
+        self.observations = observecache.WatchObservations(root, options.full_every)
+        self.pass_cache = self.observations.cache
 
     # --- one pass --------------------------------------------------------------------------------
 
@@ -89,15 +91,8 @@ class Reconciler:
         except Exception as exc:  # a bug must not end the reconciler (under systemd: a crash loop)
             self.log.event("internal_error", error=f"{type(exc).__name__}: {exc}", hint="please report it; retrying")
             traceback.print_exc(file=sys.stderr)
-            run, effect = (
-                Run(
-                    at=self.clock.stamp(),
-                    trigger=trigger,
-                    result=R.PARTIAL,
-                    message=f"internal error: {type(exc).__name__}: {exc}",
-                ),
-                Effect.KEEP,
-            )
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            run, effect = Run(at=self.clock.stamp(), trigger=trigger, result=R.PARTIAL, message=message), Effect.KEEP
         finally:
             self.pass_started = None
         run.seconds = round(self.clock.monotonic() - started, 4)
@@ -129,7 +124,7 @@ class Reconciler:
         self.seen_run = run
         if self.options.health and run.result is not R.SOURCE_ERROR:
             try:
-                checked = health.check(self.root, self.fleet)
+                checked = health.check(self.root, self.fleet, reads=observing.HomeReads(self.root, self.pass_cache))
             except (ControllerError, OSError) as exc:
                 self.log.event("health_error", message=str(exc))
             else:
@@ -178,6 +173,7 @@ class Reconciler:
         self.metrics.observe_slice(state.fleet, list(state.bots))
         self._configure_webhooks(state)
         tried = Run(at=now, trigger=trigger, result=R.PARTIAL, revision=snap.revision, digest=state.digest)
+        self.pass_cache = self.observations.begin_pass()  # engine/observecache.py
         try:
             held = suspended.describe() if suspended else None
             return self._converge(now, trigger, snap, state, result, held), Effect.SETTLE
@@ -187,6 +183,8 @@ class Reconciler:
             return replace(tried, result=R.CONFLICT, message=str(exc)), Effect.STALL
         except ControllerError as exc:
             return replace(tried, result=R.PARTIAL, message=str(exc)), Effect.KEEP
+        finally:
+            self.observations.end_pass(self.pass_cache)
 
     def _snapshot(self) -> Snapshot:
         if isinstance(self.source, GitSource):
@@ -205,7 +203,7 @@ class Reconciler:
         last = records.load(self.root, state.fleet).last_apply or {}
         where = {"at": now, "trigger": trigger, "revision": snap.revision, "digest": state.digest}
         if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=suspended):
-            planned = reconciling.plan_home(self.root, state, loaded.files, options=self.plan_options)
+            planned = reconciling.plan_home(self.root, state, loaded.files, options=self.plan_options, cache=self.pass_cache)
             self.metrics.observe_routines(policy.routine_health(planned.plan, planned.inputs.observed.jobs))
             moved = policy.revision_moved(last, snap.revision)
             run = policy.report(planned.plan, moved=moved, suspension=suspended, **where)
@@ -230,6 +228,7 @@ class Reconciler:
         request = reconciling.ApplyRequest(
             root=self.root, state=state, files=loaded.files, options=self.plan_options, lock_timeout=opts.lock_timeout,
             revision=snap.revision, should_stop=self.stop.is_set, snapshot=snapshot, on_progress=on_progress,
+            cache=self.pass_cache,
         )  # fmt: skip
         planned, results = reconciling.apply_once(request)
         if results.replaced_dir:
@@ -266,6 +265,7 @@ class Reconciler:
 
     def loop(self) -> None:
         watcher = self._start_watcher()
+        self.observations.start(self.stop)
         trigger = "start"
         try:
             while not self.stop.is_set():

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from controller.adapters import obscache
 from controller.adapters.home import resolve_root
 from controller.core import insights as plan_insights
 from controller.core.types import Action, ObjectChange, Plan
@@ -38,9 +39,17 @@ def make_plan(args: argparse.Namespace, **overrides: bool) -> Planned:
             gateway=gateway,
             hermes_version=getattr(args, "hermes_version", None),
             selection=common.selection(args),
+            cache=observation_cache(args),
         )
     finally:
         gateway.release()
+
+
+def observation_cache(args: argparse.Namespace) -> obscache.ObservationCache | None:
+    """The home's observation cache; None with --no-cache (every file read in full)."""
+    if not obscache.wanted(not getattr(args, "no_cache", False)):
+        return None
+    return obscache.ObservationCache.load(resolve_root(args.home))
 
 
 def view(plan: Plan, args: argparse.Namespace, *, group: bool = False) -> str:

@@ -22,7 +22,7 @@ from controller.engine.watchstatus import read_status
 from controller.errors import ControllerError, ExitCode
 from controller.hermes import DEFAULT_PROFILE
 from controller.verbs import common, reporting
-from controller.verbs.plan import make_plan, plan_exit
+from controller.verbs.plan import make_plan, observation_cache, plan_exit
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -71,7 +71,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse.Namespace | None = None) -> dict[str, Any]:
     inventory = records.load(root, fleet)
-    reads = observing.HomeReads(root)  # each profile observed, each cron store read, once
+    # Each profile observed, each cron store read, once; unchanged files from the observation cache.
+    reads = observing.HomeReads(root, observation_cache(args) if args is not None else None)
     hand = handedits.Finder(root, inventory)
     objects = []
     view: GatewayView | None = None

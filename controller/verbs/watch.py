@@ -51,6 +51,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         lock_timeout=args.lock_timeout,
         allow_history_rewrite=args.allow_history_rewrite,
         rooms=not args.no_rooms,
+        full_every=args.full_every,
     )
     token = health_token(args)
     log = watching.Log(args.log_format)

@@ -20,6 +20,9 @@ from tests.integration.helpers import (
     write_fleet,
 )
 
+# The drift suite runs with the observation cache on and off (tests/conftest.py), and agrees.
+pytestmark = pytest.mark.usefixtures("observation_cache")
+
 HAND_CONFIG = """\
 # Hand-written header comment
 model:

@@ -186,7 +186,8 @@ def test_status_reads_each_profile_and_cron_store_once(home: Path, manifests: Pa
         observing, "observe_profile", lambda root, name, **kw: observed.append(name) or real_observe(root, name, **kw)
     )
     monkeypatch.setattr(cronstore, "read_jobs", lambda folder: stores.append(Path(folder).name) or real_jobs(folder))
-    data = hermes_fleet("status", "--home", home, "-o", "json").json()
+    # --no-cache: every store read in full, once (with the observation cache, an unchanged one is not read at all)
+    data = hermes_fleet("status", "--home", home, "-o", "json", "--no-cache").json()
     assert sorted(observed) == ["alpha", "beta", "gamma"] and sorted(stores) == ["alpha", "beta", "gamma"]
     assert data["fleets"][0]["drifted"] == 0 and data["fleets"][0]["unknown"] == 0
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.integration.conftest import SECRET_FILE, SECRET_OR, SECRET_PEER
 from tests.integration.helpers import (
     Run,
@@ -19,6 +21,9 @@ from tests.integration.helpers import (
     profile,
     write_fleet,
 )
+
+# The drift suite runs with the observation cache on and off (tests/conftest.py), and agrees.
+pytestmark = pytest.mark.usefixtures("observation_cache")
 
 SECRETS = (SECRET_OR, SECRET_PEER, SECRET_FILE)
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from controller.adapters.profiles import PROFILE_DIRS
 from controller.hermes.env import PROFILE_ENV_HEADER
 from tests.integration.helpers import apply, assert_converged, mode, profile, write_fleet
+
+# The drift suite runs with the observation cache on and off (tests/conftest.py), and agrees.
+pytestmark = pytest.mark.usefixtures("observation_cache")
 
 
 def test_new_bot_gets_the_hermes_profile_layout(home: Path, manifests: Path) -> None:

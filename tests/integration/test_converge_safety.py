@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.integration.helpers import (
     apply,
     assert_converged,
@@ -19,6 +21,9 @@ from tests.integration.helpers import (
     tiny_png,
     write_fleet,
 )
+
+# The drift suite runs with the observation cache on and off (tests/conftest.py), and agrees.
+pytestmark = pytest.mark.usefixtures("observation_cache")
 
 
 def _rich_fleet(manifests: Path, **overrides: object) -> Path:

@@ -250,8 +250,12 @@ def test_reconciler_logs_progress_every_two_seconds() -> None:
 
 @pytest.fixture
 def fresh_parser(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """A parser memo as in a new process, and a list of the texts really parsed."""
-    from controller.adapters import configfile, parsecache
+    """A parser memo as in a new process, and a list of the texts really parsed. The observation
+    cache is off: these tests are about the parse cache, which every full read goes through (with
+    the observation cache on, an unchanged file is not even read)."""
+    from controller.adapters import configfile, obscache, parsecache
+
+    monkeypatch.setenv(obscache.NO_CACHE_ENV, "1")
 
     monkeypatch.setattr(configfile, "_MEMO", {})
     monkeypatch.setattr(configfile, "_LAST", {})

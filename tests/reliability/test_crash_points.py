@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from controller.adapters import fsio
+from controller.adapters import fsio, obscache
 from tests.integration.helpers import hermes_fleet
 from tests.reliability import scenario
 from tests.reliability.conftest import Pristine
@@ -190,17 +190,25 @@ def crash_at(run: Run, scratch: Path, k: int) -> dict[str, Any]:
     return {"k": k, "point": run.points[k - 1], "debris": debris, "debris_after_next_apply": still, "intermediate": intermediate}
 
 
-def runs(p: Pristine) -> list[Run]:
+def runs(p: Pristine, cache: str = "cache") -> list[Run]:
+    """The three runs; with cache="no-cache" every run reads the home in full (HERMES_FLEET_NO_CACHE)."""
+    env = {k: v for k, v in p.env.items() if k != obscache.NO_CACHE_ENV}
+    if cache == "no-cache":
+        env[obscache.NO_CACHE_ENV] = "1"
     return [
-        Run("first-adopt", p.base_root, p.v1, ("--adopt",), p.env),
-        Run("update-prune", p.root, p.v2, ("--prune",), p.env),
-        Run("rename", p.root, p.v3, (), p.env),
+        Run("first-adopt", p.base_root, p.v1, ("--adopt",), env),
+        Run("update-prune", p.root, p.v2, ("--prune",), env),
+        Run("rename", p.root, p.v3, (), env),
     ]
 
 
+CACHE_MODES = pytest.mark.parametrize("cache", ["cache", "no-cache"])  # the observation cache on and off: they agree
+
+
+@CACHE_MODES
 @pytest.mark.parametrize("which", [0, 1, 2], ids=["first-adopt", "update-prune", "rename"])
-def test_kill_at_every_write_point(pristine: Pristine, tmp_path: Path, which: int) -> None:
-    run = reference(runs(pristine)[which], tmp_path)
+def test_kill_at_every_write_point(pristine: Pristine, tmp_path: Path, which: int, cache: str) -> None:
+    run = reference(runs(pristine, cache)[which], tmp_path)
     n = len(run.points)
     if run.name == "rename":
         assert f"profiles/{scenario.RENAMED[1]}" in run.points, run.points  # the folder rename is a write point
@@ -235,18 +243,22 @@ def term_at(run: Run, scratch: Path, k: int) -> dict[str, Any]:
     return {"k": k, "point": run.points[k - 1]}
 
 
+@CACHE_MODES
 @pytest.mark.parametrize("which", [0, 1, 2], ids=["first-adopt", "update-prune", "rename"])
-def test_sigterm_at_every_write_point_cleans_up_like_sigint(pristine: Pristine, tmp_path: Path, which: int) -> None:
+def test_sigterm_at_every_write_point_cleans_up_like_sigint(pristine: Pristine, tmp_path: Path, which: int, cache: str) -> None:
     """SIGTERM at write point k: the write in progress removes its temp file, a half-built profile its
     staging folder (exit 143, like SIGINT's cleanup); nothing to sweep, and the next apply converges."""
-    run = reference(runs(pristine)[which], tmp_path)
+    run = reference(runs(pristine, cache)[which], tmp_path)
     with ThreadPoolExecutor(max_workers=2) as pool:
         outcomes = list(pool.map(lambda k: term_at(run, tmp_path, k), range(1, len(run.points) + 1)))
     assert len(outcomes) == len(run.points)
 
 
+@CACHE_MODES
 @pytest.mark.parametrize("which", [0, 1, 2], ids=["first-adopt", "update-prune", "rename"])
-def test_io_error_at_every_write_point(pristine: Pristine, tmp_path: Path, which: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_io_error_at_every_write_point(
+    pristine: Pristine, tmp_path: Path, which: int, monkeypatch: pytest.MonkeyPatch, cache: str
+) -> None:
     """In-process: OSError(EIO) at write k -> exit 1 with a message, no traceback; next apply converges."""
     import errno
     import os
@@ -255,7 +267,9 @@ def test_io_error_at_every_write_point(pristine: Pristine, tmp_path: Path, which
         monkeypatch.setenv(key, value)
     for key in [k for k in os.environ if k.startswith("HERMES_")]:
         monkeypatch.delenv(key)
-    run = runs(pristine)[which]
+    run = runs(pristine, cache)[which]
+    if cache == "no-cache":  # in-process too
+        monkeypatch.setenv(obscache.NO_CACHE_ENV, "1")
     count = scenario.run_cli(
         run.args(scenario.copy_home(run.before, tmp_path / "count")), run.env, hook="count", log=tmp_path / "count.log"
     )
