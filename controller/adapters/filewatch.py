@@ -2,14 +2,16 @@
 
 `relevant` decides which changed paths can alter the manifests: not the home's own writes, not an
 editor's temp file, only the suffixes a manifest folder holds. `watch` blocks, calling `on_change`
-with the changed file names once per debounced batch, until `stop` is set.
+with the changed file names once per debounced batch, until `stop` is set. `batches` watches the
+home's profiles for the observation cache (engine/observecache.py). The one module that imports
+watchfiles.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +70,14 @@ def start(
     )
     thread.start()
     return thread
+
+
+def batches(folder: Path, *, stop: threading.Event) -> Iterator[list[str]]:
+    """The paths changed under `folder`, one list per short batch, and an empty list every
+    200 ms of quiet (so the caller knows the watch is up), until `stop` is set."""
+    import watchfiles
+
+    for changes in watchfiles.watch(
+        folder, stop_event=stop, debounce=50, step=20, raise_interrupt=False, rust_timeout=200, yield_on_timeout=True
+    ):
+        yield [p for _, p in changes]

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import home, obscache, sessions
+from controller.adapters import filewatch, home, obscache, sessions
 from controller.adapters import inventory as inventory_file
 from controller.adapters.home import ProfileLayout
 from controller.core.types import LiveProfile
@@ -171,18 +171,14 @@ class WatchObservations:
                     self._marked.add(path[len(base) :].split(os.sep, 1)[0])
 
     def _watch(self, stop: threading.Event) -> None:
-        import watchfiles
-
         folder = self.root / home.PROFILES_DIR
         while not stop.is_set() and not folder.is_dir():
             stop.wait(1.0)  # a fresh home: its first apply makes profiles/
         if stop.is_set():
             return
         try:
-            for changes in watchfiles.watch(
-                folder, stop_event=stop, debounce=50, step=20, raise_interrupt=False, rust_timeout=200, yield_on_timeout=True
-            ):
-                self.mark(p for _, p in changes)
+            for changed in filewatch.batches(folder, stop=stop):
+                self.mark(changed)
                 self._ready = True  # it yields (an empty set on a timeout) once it watches
         finally:
             self._ready = self._ready_before = False
