@@ -457,6 +457,7 @@ def setup_restore(p: argparse.ArgumentParser) -> None:
     _add_home_arg(p)
     _names(p.add_argument("backup", nargs="?", help="backup folder name or path (omit to list backups)"), "backup")
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    _add_force_arg(p)
 
 
 def setup_history(p: argparse.ArgumentParser) -> None:

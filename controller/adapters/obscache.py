@@ -32,7 +32,7 @@ from controller import __version__, bounded
 from controller.adapters import configfile, fsio
 from controller.adapters.home import HomeLayout, check_state_path
 
-VERSION = 1
+VERSION = 2  # 2: a profile whose owner marker names another profile is never cached
 MAX_CACHE_BYTES = 512 * 1024 * 1024  # about 5 KB a bot: 10,000 bots are ~50 MB
 COARSE_NS = 2_000_000_000  # whole-second timestamps (FAT keeps even seconds): 2 s
 FINE_NS = 20_000_000  # nanosecond timestamps still move by the kernel's clock tick (1-10 ms)

@@ -50,7 +50,15 @@ def read(root: Path) -> Suspension | None:
         return None
     if not isinstance(data, dict) or not all(isinstance(data.get(k, ""), str) for k in ("by", "at", "reason")):
         return Suspension(by="unknown", at="unknown", reason=f"{path} is not a suspension record")
-    return Suspension(by=data.get("by") or "unknown", at=data.get("at") or "unknown", reason=data.get("reason") or "")
+    by, at, reason = (_one_line(data.get(k) or "", 500) for k in ("by", "at", "reason"))
+    return Suspension(by=by or "unknown", at=at or "unknown", reason=reason)
+
+
+def _one_line(text: str, limit: int) -> str:
+    """A hand-edited record's field as one printable line: control characters (a newline would
+    forge a line of `status`) written as escapes, cut at `limit` characters."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:limit])
+    return out + ("..." if len(text) > limit else "")
 
 
 def write(root: Path, suspension: Suspension) -> None:

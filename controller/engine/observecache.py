@@ -127,6 +127,7 @@ class WatchObservations:
     def __init__(self, root: Path, full_every: int = 10) -> None:
         self.root = root
         self.full_every = full_every
+        self.wanted = obscache.wanted(True)  # HERMES_FLEET_NO_CACHE=1: every pass reads in full
         self.cache = obscache.ObservationCache.load(root)
         self.passes = 0
         self._marked: set[str] = set()
@@ -147,7 +148,7 @@ class WatchObservations:
             marked, self._marked = self._marked, set()
         cache = self.cache
         cache.reopen()
-        if self.full_every and self.passes % self.full_every == 0:
+        if not self.wanted or (self.full_every and self.passes % self.full_every == 0):
             cache.use = False  # the safety net: everything read, and recorded afresh
         # Trusted only when every unit was checked, in the previous pass, after the watcher was up.
         cache.trusted, self._ready_before = self._ready_before, self._ready

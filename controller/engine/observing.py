@@ -215,10 +215,14 @@ def observe_profile(
         errors: list[str] = []
         env = _read(errors, path, lambda: envfile.read_env(path / ProfileLayout.ENV))
         env_dict = env.as_dict() if env is not None else None
-        live = LiveProfile(name=name, path=path, exists=True, tombstoned=tombstoned, env=env_dict, errors=tuple(errors), **fields)
+        marker_path = ProfileLayout(path).owner_marker
+        live = LiveProfile(
+            name=name, path=path, exists=True, tombstoned=tombstoned, env=env_dict, errors=tuple(errors), marker_path=marker_path,
+            **fields,
+        )  # fmt: skip
         return _with_bot_chat(live, root, cache) if with_bot_chat else live
     live, clean = _read_profile(root, name, path, tombstoned, pool)
-    if cache is not None and clean:  # a profile with a read error is read again next time
+    if cache is not None and clean and live.stray_marker is None:  # read again next time: an error, a stray marker
         cache.put(f"profile:{name}", keys, observecache.profile_facts(live))
     return _with_bot_chat(live, root, cache) if with_bot_chat else live
 

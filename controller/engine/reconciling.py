@@ -165,6 +165,10 @@ def _apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
     early = plan_home(
         root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection, cache=cache
     )
+    if early.plan.conflicts and cache is not None:  # the cache never decides a refusal: read everything first
+        early = plan_home(
+            root, state, files, options=options, gateway=gateway, hermes_version=hermes_version, selection=selection
+        )
     if early.plan.conflicts:
         if on_conflict:
             on_conflict(early)
@@ -199,16 +203,10 @@ def _apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
         results.swept = [str(path) for path in swept]
         finish_inventory(root, planned, results, revision=request.revision)
         parsecache.save(root)
-        refresh_cache(root, planned, locked, cache)
-        handedits.record(
-            root,
-            (results.ledger or Ledger(planned.inputs.inventory)).inventory(),  # what this apply recorded
-            handedits.written_profiles(o.change for o in results.done),
-            lambda name: observing.observe_profile(root, name, with_bot_chat=False),
-        )
         if snapshot is not None and (snapshot.command != "watch" or results.outcomes or planned.plan.errors):
-            # The run's last write, after the inventory and the parse cache: a kill before it loses
-            # this one entry (the next apply records its own), never an earlier one.
+            # After the inventory and the parse cache: a kill before it loses this one entry (the next
+            # apply records its own), never an earlier one. Before the information-only writes (the
+            # observation cache, the hand-edit baseline): their failure must not cost the rollback point.
             results.history_entry = history.record(
                 root,
                 state.fleet,
@@ -221,6 +219,13 @@ def _apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
                 options={"prune": options.prune, "adopt": options.adopt, "yes": options.yes, "rooms": options.rooms},
                 replaced=results.replaced_dir,
             )
+        refresh_cache(root, planned, locked, cache)
+        handedits.record(
+            root,
+            (results.ledger or Ledger(planned.inputs.inventory)).inventory(),  # what this apply recorded
+            handedits.written_profiles(o.change for o in results.done),
+            lambda name: observing.observe_profile(root, name, with_bot_chat=False),
+        )
     return planned, results
 
 

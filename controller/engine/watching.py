@@ -148,6 +148,7 @@ class Reconciler:
 
     def _reconcile(self, trigger: str) -> tuple[Run, Effect]:
         now = self.clock.stamp()
+        self.pass_cache.trusted = False  # a pass ending before begin_pass (stalled) checks health by stat key
         suspended = suspension.read(self.root)
         self.metrics.observe_suspended(suspended is not None)
         try:

@@ -9,7 +9,7 @@ from controller.adapters import profiles
 from controller.adapters.home import profile_dir, resolve_root
 from controller.engine import restoring
 from controller.errors import ExitCode
-from controller.verbs import common, reporting
+from controller.verbs import common, reporting, suspend
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
@@ -32,6 +32,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
         for b in backups:
             print(f"{b.path.name}\tprofile {b.name}\tfleet {b.fleet}\t{b.created_at}")
         return ExitCode.OK
+    suspend.refuse_if_suspended(root, force=args.force, verb="restore")
     info, kept = restoring.restore(root, args.backup)
     path = profile_dir(root, info.name)
     if as_json:

@@ -253,3 +253,39 @@ def test_a_symlink_put_in_after_the_cache_was_written_is_still_refused(applied: 
     config.symlink_to(outside)
     run = plan(applied, home)
     assert run.code == 3 and "leads to" in run.text, run.text
+
+
+def test_a_marker_naming_another_profile_is_that_bots_error_with_the_cache_on(applied: Path, home: Path) -> None:
+    """A cached profile must keep what decides ownership: a marker the bot wrote naming another
+    profile is that bot's error (exit 1), never a conflict refusing everything (exit 3), with the
+    cache as without it; the cache never decides a refusal."""
+    marker = home / "profiles" / "alpha" / ".hermes-fleet-owner.json"
+    data = json.loads(marker.read_text())
+    marker.write_text(json.dumps({**data, "profile": "other"}))
+    for run in (apply(applied, home), plan(applied, home), apply(applied, home), plan(applied, home, "--no-cache")):
+        assert run.code == 1, run.text
+        assert "names profile 'other'" in run.text and str(marker) in run.text, run.text
+
+
+def test_watch_reads_in_full_with_no_cache_set(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(obscache.NO_CACHE_ENV, "1")
+    observations = observecache.WatchObservations(home, full_every=10)
+    for _ in range(3):
+        cache = observations.begin_pass()
+        assert cache.use is False
+        observations.end_pass(cache)
+
+
+def test_a_failed_baseline_write_keeps_the_history_entry(applied: Path, home: Path, manifests: Path) -> None:
+    """The information-only writes after an apply (the observation cache, the hand-edit baseline)
+    come after the history entry: their failure cannot cost the rollback point."""
+    baseline = home / ".hermes-fleet" / "baseline"
+    if baseline.is_dir():
+        for f in baseline.iterdir():
+            f.unlink()
+        baseline.rmdir()
+    baseline.write_text("not a folder")
+    write_fleet(manifests, [{**BOT, "title": "Two"}])
+    assert apply(applied, home).code == 1
+    entries = sorted((home / ".hermes-fleet" / "history" / "acme").iterdir())
+    assert len(entries) == 2, entries

@@ -111,6 +111,10 @@ def test_apply_and_rollback_refuse_a_suspended_home_unless_forced(user: Path, ma
     assert "--force" in refused.stderr and "Traceback" not in refused.stderr
     back = cli(user, "rollback", "--home", home, "--yes")
     assert back.returncode == 3 and "rollback refused" in back.stderr, back.stdout + back.stderr
+    restore = cli(user, "restore", "--home", home, "20260101-000000-alpha")
+    assert restore.returncode == 3 and "restore refused" in restore.stderr, restore.stdout + restore.stderr
+    forced_restore = cli(user, "restore", "--home", home, "20260101-000000-alpha", "--force")
+    assert forced_restore.returncode == 2 and "no such backup" in forced_restore.stderr, forced_restore.stderr  # past the refusal
     assert _files(home) == before
 
     plan = cli(user, "plan", "-f", manifests, "--home", home, "--detailed-exitcode")
@@ -155,3 +159,13 @@ def test_a_damaged_suspension_record_still_suspends(user: Path, manifests: Path,
     assert title(home, "alpha") == "Alpha"
     assert cli(user, "resume", "--home", home).returncode == 0
     assert cli(user, "apply", "-f", manifests, "--home", home).returncode == 0 and title(home, "alpha") == "Beta"
+
+
+def test_a_hand_edited_reason_cannot_forge_a_status_line(user: Path, manifests: Path, home: Path) -> None:
+    write_fleet(manifests / "fleet.yaml", [{"name": "alpha", "title": "Alpha"}])
+    assert cli(user, "apply", "-f", manifests, "--home", home).returncode == 0
+    record = {"by": "ops@box", "at": "2026-12-03T12:00:00+00:00", "reason": "x\nFleet acme: in sync, nothing to do"}
+    (home / ".hermes-fleet" / "suspended.json").write_text(json.dumps(record))
+    shown = cli(user, "status", "--home", home)
+    assert "x\\nFleet acme: in sync" in shown.stdout, shown.stdout
+    assert not any(line.startswith("Fleet acme: in sync, nothing to do") for line in shown.stdout.splitlines())
