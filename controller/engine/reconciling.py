@@ -49,12 +49,14 @@ def plan_home(
     hermes_version: str | None = None,
     selection: Selection | None = None,
     cache: obscache.ObservationCache | None = None,
+    inventory: Inventory | None = None,
 ) -> Planned:
     """Observe and plan; writes nothing (the gateway is only read). A `selection` keeps only its
     bots' objects (core/selection.py). With `cache`, files whose stat keys it holds are not read
-    again (adapters/obscache.py); without, every file is read."""
+    again (adapters/obscache.py); without, every file is read. `inventory`: the home's, when the
+    caller read it already (a watch pass)."""
     parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
-    inventory = records.load(root, state.fleet)
+    inventory = records.load(root, state.fleet) if inventory is None else inventory
     check_slice(inventory, state, options)
     chosen = selection or Selection()
     check_names(chosen, state, inventory)

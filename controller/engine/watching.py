@@ -81,6 +81,7 @@ class Reconciler:
         self.pass_started: float | None = None  # clock.monotonic() of the pass in progress
         self.observations = observecache.WatchObservations(root, options.full_every)
         self.pass_cache = self.observations.cache
+        self.inventories = records.InventoryMemo()  # read again when its file's stat key moves
 
     # --- one pass --------------------------------------------------------------------------------
 
@@ -124,7 +125,9 @@ class Reconciler:
         self.seen_run = run
         if self.options.health and run.result is not R.SOURCE_ERROR:
             try:
-                checked = health.check(self.root, self.fleet, reads=observing.HomeReads(self.root, self.pass_cache))
+                inventory = self.inventories.load(self.root, self.fleet)
+                reads = observing.HomeReads(self.root, self.pass_cache)
+                checked = health.check(self.root, self.fleet, inventory=inventory, reads=reads)
             except (ControllerError, OSError) as exc:
                 self.log.event("health_error", message=str(exc))
             else:
@@ -200,10 +203,13 @@ class Reconciler:
         loaded: validating.ValidationResult,
         suspended: str | None,
     ) -> Run:
-        last = records.load(self.root, state.fleet).last_apply or {}
+        inventory = self.inventories.load(self.root, state.fleet)
+        last = inventory.last_apply or {}
         where = {"at": now, "trigger": trigger, "revision": snap.revision, "digest": state.digest}
         if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=suspended):
-            planned = reconciling.plan_home(self.root, state, loaded.files, options=self.plan_options, cache=self.pass_cache)
+            planned = reconciling.plan_home(
+                self.root, state, loaded.files, options=self.plan_options, cache=self.pass_cache, inventory=inventory
+            )
             self.metrics.observe_routines(policy.routine_health(planned.plan, planned.inputs.observed.jobs))
             moved = policy.revision_moved(last, snap.revision)
             run = policy.report(planned.plan, moved=moved, suspension=suspended, **where)

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
+from controller.adapters import inventory as inventory_file
 from controller.adapters import obscache
 from controller.adapters.sources import LocalSource
-from controller.engine import observecache
+from controller.engine import observecache, records
 from controller.engine.watching import Log, Options, Reconciler
 from tests.integration.helpers import apply, changes, plan, write_fleet
 
@@ -253,3 +254,64 @@ def test_a_symlink_put_in_after_the_cache_was_written_is_still_refused(applied: 
     config.symlink_to(outside)
     run = plan(applied, home)
     assert run.code == 3 and "leads to" in run.text, run.text
+
+
+def watching(home: Path, manifests: Path, bots: list[dict[str, Any]]) -> Reconciler:
+    """A reconciler that applied `bots`, its file watcher up and two in-sync passes behind it (the
+    second takes unmarked profiles as the first observed them, from memory)."""
+    write_fleet(manifests, bots)
+    reconciler = Reconciler(
+        home, LocalSource([str(manifests)], recursive=False), Options(interval=60), Log("text", io.StringIO())
+    )
+    assert reconciler.reconcile("start").result == "applied"
+    reconciler.observations.start(reconciler.stop)
+    deadline = time.monotonic() + 20
+    while not reconciler.observations._ready and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert reconciler.observations._ready, "the file watcher did not start"
+    for _ in range(2):
+        assert reconciler.reconcile("interval").result == "in-sync"
+    assert reconciler.pass_cache.trusted and ("alpha", True) in reconciler.pass_cache.live
+    return reconciler
+
+
+def test_a_hand_edit_of_env_is_drift_in_the_next_watch_pass(home: Path, manifests: Path) -> None:
+    # The watch loop keeps each observed profile, .env values included, in memory (never in the
+    # cache file); a file event on .env must drop it, or the edit would go unseen until a full pass.
+    reconciler = watching(home, manifests, [{**BOT, "env": {"MODE": "fast"}}, {"name": "beta", "title": "Two"}])
+    try:
+        env = home / "profiles" / "alpha" / ".env"
+        edit_keeping_size_and_mtime(env, "MODE=fast", "MODE=slow")
+        time.sleep(0.5)  # the watcher's debounce and step
+        run = reconciler.reconcile("interval")
+        assert run.result == "drift" and run.drift == ["bot/alpha"], run
+        assert "slow" not in obscache.cache_path(home).read_text()
+    finally:
+        reconciler.stop.set()
+
+
+def test_a_kept_profile_is_dropped_on_a_full_pass(home: Path, manifests: Path) -> None:
+    # The safety net: every --full-every passes nothing kept in memory is taken as it is.
+    reconciler = watching(home, manifests, [BOT])
+    try:
+        kept = reconciler.pass_cache.live[("alpha", True)]
+        reconciler.observations.passes = reconciler.options.full_every - 1  # the next pass is the full one
+        assert reconciler.reconcile("interval").result == "in-sync"
+        assert not reconciler.pass_cache.use
+        assert reconciler.pass_cache.live[("alpha", True)] is not kept  # observed afresh
+    finally:
+        reconciler.stop.set()
+
+
+def test_the_watch_loop_reads_the_inventory_again_when_its_file_changes(applied: Path, home: Path) -> None:
+    memo = records.InventoryMemo()
+    path = inventory_file.inventory_path(home, "acme")
+    time.sleep(0.05)  # past the racy window of the apply's write
+    first = memo.load(home, "acme")
+    assert memo.load(home, "acme") is first  # unchanged: not read again
+    data = json.loads(path.read_text())
+    data["host"] = "office"
+    path.write_text(json.dumps(data))  # a hand edit (another size, mtime and ctime)
+    again = memo.load(home, "acme")
+    assert again is not first and again.host == "office"
+    assert memo.load(home, "acme") is not again  # just written (racy): read again until it settles
