@@ -29,7 +29,17 @@ from controller.core import watching as policy
 from controller.core.types import Action
 from controller.core.types import Options as PlanOptions
 from controller.core.watching import Effect, LoopState, Options, Run
-from controller.engine import health, history, notifying, observecache, observing, reconciling, records, watchstatus
+from controller.engine import (
+    health,
+    history,
+    manifestmemo,
+    notifying,
+    observecache,
+    observing,
+    reconciling,
+    records,
+    watchstatus,
+)
 from controller.engine.metrics import Metrics
 from controller.engine.watchlog import Log, ProgressLog
 from controller.errors import ConflictError, ControllerError, LockHeld, SourceError
@@ -82,6 +92,7 @@ class Reconciler:
         self.observations = observecache.WatchObservations(root, options.full_every)
         self.pass_cache = self.observations.cache
         self.inventories = records.InventoryMemo()  # read again when its file's stat key moves
+        self.manifests = manifestmemo.ManifestMemo()  # validated again when the source changes
 
     # --- one pass --------------------------------------------------------------------------------
 
@@ -163,7 +174,7 @@ class Reconciler:
                 at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=policy.STILL_STALLED
             ), Effect.KEEP
         try:
-            result = reading.load_paths(snap.paths, recursive=snap.recursive, fleet=self.options.fleet, skip=self.root)
+            result = self.manifests.load(snap, fleet=self.options.fleet, skip=self.root)
         except ControllerError as exc:  # e.g. the folder no longer holds any manifest: stall, do not crash
             message = f"cannot read the manifests: {exc}"
             return Run(at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=message), Effect.STALL

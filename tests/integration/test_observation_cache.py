@@ -315,3 +315,40 @@ def test_the_watch_loop_reads_the_inventory_again_when_its_file_changes(applied:
     again = memo.load(home, "acme")
     assert again is not first and again.host == "office"
     assert memo.load(home, "acme") is not again  # just written (racy): read again until it settles
+
+
+def test_the_watch_loop_validates_again_when_a_manifest_or_its_soul_file_changes(home: Path, manifests: Path) -> None:
+    # The revision of `-f` covers the manifests' content, not the files they name: a soul_file
+    # edit must reach the next pass as well.
+    (manifests / "alpha.md").write_text("You are one.\n")
+    write_fleet(manifests, [{**BOT, "soul_file": "alpha.md"}])
+    reconciler = Reconciler(
+        home, LocalSource([str(manifests)], recursive=False), Options(interval=60), Log("text", io.StringIO())
+    )
+    memo = reconciler.manifests
+    snap = reconciler.source.snapshot()
+    time.sleep(0.05)  # past the racy window of the files just written
+    first = memo.load(snap, fleet=None, skip=home)
+    assert first.state is not None and first.state.bots["alpha"].soul == "You are one.\n"
+    assert memo.load(reconciler.source.snapshot(), fleet=None, skip=home) is first  # nothing changed
+    (manifests / "alpha.md").write_text("You are two.\n")
+    again = memo.load(reconciler.source.snapshot(), fleet=None, skip=home)
+    assert again is not first and again.state is not None and again.state.bots["alpha"].soul == "You are two.\n"
+    write_fleet(manifests, [{**BOT, "title": "Uno", "soul_file": "alpha.md"}])
+    third = memo.load(reconciler.source.snapshot(), fleet=None, skip=home)
+    assert third.state is not None and third.state.bots["alpha"].title == "Uno"
+
+
+def test_a_soul_file_edit_is_drift_in_the_next_watch_pass(home: Path, manifests: Path) -> None:
+    (manifests / "alpha.md").write_text("You are one.\n")
+    write_fleet(manifests, [{**BOT, "soul_file": "alpha.md"}])
+    reconciler = Reconciler(
+        home, LocalSource([str(manifests)], recursive=False), Options(interval=60), Log("text", io.StringIO())
+    )
+    assert reconciler.reconcile("start").result == "applied"
+    time.sleep(0.05)
+    assert reconciler.reconcile("interval").result == "in-sync"
+    assert reconciler.reconcile("interval").result == "in-sync"
+    (manifests / "alpha.md").write_text("You are two.\n")
+    assert reconciler.reconcile("interval").result == "applied"
+    assert (home / "profiles" / "alpha" / "SOUL.md").read_text() == "You are two.\n"
