@@ -93,6 +93,8 @@ class Reconciler:
         self.pass_cache = self.observations.cache
         self.inventories = records.InventoryMemo()  # read again when its file's stat key moves
         self.manifests = manifestmemo.ManifestMemo()  # validated again when the source changes
+        self.plans = reconciling.PlanMemo()  # the last no-op plan, while its inputs are the same
+        self.runtimes: dict[str, tuple[object, health_core.BotRuntime]] = {}  # engine/health.py: kept
 
     # --- one pass --------------------------------------------------------------------------------
 
@@ -138,7 +140,7 @@ class Reconciler:
             try:
                 inventory = self.inventories.load(self.root, self.fleet)
                 reads = observing.HomeReads(self.root, self.pass_cache)
-                checked = health.check(self.root, self.fleet, inventory=inventory, reads=reads)
+                checked = health.check(self.root, self.fleet, inventory=inventory, reads=reads, kept=self.runtimes)
             except (ControllerError, OSError) as exc:
                 self.log.event("health_error", message=str(exc))
             else:
@@ -219,7 +221,13 @@ class Reconciler:
         where = {"at": now, "trigger": trigger, "revision": snap.revision, "digest": state.digest}
         if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=suspended):
             planned = reconciling.plan_home(
-                self.root, state, loaded.files, options=self.plan_options, cache=self.pass_cache, inventory=inventory
+                self.root,
+                state,
+                loaded.files,
+                options=self.plan_options,
+                cache=self.pass_cache,
+                inventory=inventory,
+                memo=self.plans,
             )
             self.metrics.observe_routines(policy.routine_health(planned.plan, planned.inputs.observed.jobs))
             moved = policy.revision_moved(last, snap.revision)
