@@ -20,6 +20,7 @@ import pytest
 
 from controller.adapters import inventory as inventory_file
 from controller.adapters import obscache
+from controller.adapters.home import ProfileLayout
 from controller.adapters.sources import LocalSource
 from controller.engine import observecache, records
 from controller.engine.watching import Log, Options, Reconciler
@@ -352,3 +353,35 @@ def test_a_soul_file_edit_is_drift_in_the_next_watch_pass(home: Path, manifests:
     (manifests / "alpha.md").write_text("You are two.\n")
     assert reconciler.reconcile("interval").result == "applied"
     assert (home / "profiles" / "alpha" / "SOUL.md").read_text() == "You are two.\n"
+
+
+def test_the_last_no_op_plan_is_taken_again_until_an_input_changes(home: Path, manifests: Path) -> None:
+    reconciler = watching(home, manifests, [BOT, {"name": "beta", "title": "Two"}])
+    try:
+        held = reconciler.plans._held
+        assert held is not None
+        assert reconciler.reconcile("interval").result == "in-sync"
+        assert reconciler.plans._held is not None and reconciler.plans._held[2] is held[2]  # not planned again
+        edit_keeping_size_and_mtime(home / "profiles" / "alpha" / "config.yaml", "max_turns: 12", "max_turns: 13")
+        time.sleep(0.5)  # the watcher's debounce and step
+        run = reconciler.reconcile("interval")
+        assert run.result == "drift" and run.drift == ["bot/alpha"], run
+        assert reconciler.plans._held is None  # a plan that changes something is never kept
+    finally:
+        reconciler.stop.set()
+
+
+def test_a_bot_runtime_is_read_again_when_its_profile_changes(home: Path, manifests: Path) -> None:
+    reconciler = watching(home, manifests, [BOT])
+    try:
+        _, before = reconciler.runtimes["alpha"]
+        assert before.heartbeat is None
+        assert reconciler.reconcile("interval").result == "in-sync"
+        assert reconciler.runtimes["alpha"][1] is before  # kept: no event on its profile
+        beat = time.time()
+        (home / "profiles" / "alpha" / ProfileLayout.TICKER_HEARTBEAT).write_text(str(beat))  # as Hermes' ticker
+        time.sleep(0.5)
+        assert reconciler.reconcile("interval").result == "in-sync"
+        assert reconciler.runtimes["alpha"][1].heartbeat == beat
+    finally:
+        reconciler.stop.set()
