@@ -4,7 +4,8 @@ Four units per profile, each with the files whose stat keys decide whether it is
 
 - `profile:<name>`: config.yaml, profile.yaml, SOUL.md, assets/avatar.<ext>, the owner marker. Its
   facts are what observing makes of them; a profile with a read error is never cached. `.env` is
-  not among them: it holds secrets, which no state file may hold, so it is read every time.
+  not among them: it holds secrets, which no state file may hold, so it is read every time (but
+  by a watch loop, which keeps an unmarked profile in memory: WatchObservations).
 - `fence:<name>`: the profile folder, assets/ and cron/: the containment check found no symlink
   among the entries hermes-fleet writes (a profile with one is checked every time).
 - `botchat:<name>`: state.db and its -wal file: whether the profile has a Bot Chat.

@@ -26,7 +26,7 @@ from controller.adapters.sources import GitSource, LocalSource, Snapshot
 from controller.codes import WatchResult as R
 from controller.core import health as health_core
 from controller.core import watching as policy
-from controller.core.types import Action
+from controller.core.types import Action, Plan
 from controller.core.types import Options as PlanOptions
 from controller.core.watching import Effect, LoopState, Options, Run
 from controller.engine import (
@@ -94,6 +94,7 @@ class Reconciler:
         self.inventories = records.InventoryMemo()  # read again when its file's stat key moves
         self.manifests = manifestmemo.ManifestMemo()  # validated again when the source changes
         self.plans = reconciling.PlanMemo()  # the last no-op plan, while its inputs are the same
+        self._health_of: tuple[Plan, dict[tuple[str, str], bool]] | None = None  # _routine_health
         self.runtimes: dict[str, tuple[object, health_core.BotRuntime]] = {}  # engine/health.py: kept
 
     # --- one pass --------------------------------------------------------------------------------
@@ -229,7 +230,7 @@ class Reconciler:
                 inventory=inventory,
                 memo=self.plans,
             )
-            self.metrics.observe_routines(policy.routine_health(planned.plan, planned.inputs.observed.jobs))
+            self.metrics.observe_routines(self._routine_health(planned))
             moved = policy.revision_moved(last, snap.revision)
             run = policy.report(planned.plan, moved=moved, suspension=suspended, **where)
             if run is not None:
@@ -237,6 +238,13 @@ class Reconciler:
                     self.log.event("drift_detected", objects=run.drift, hint="apply, or run watch with --self-heal")
                 return run
         return self._apply(snap, state, loaded, where)
+
+    def _routine_health(self, planned: reconciling.Planned) -> dict[tuple[str, str], bool]:
+        """policy.routine_health, once per plan: the plan memo gives the same Plan again only for
+        the same inputs, its cron jobs included."""
+        if self._health_of is None or self._health_of[0] is not planned.plan:
+            self._health_of = (planned.plan, policy.routine_health(planned.plan, planned.inputs.observed.jobs))
+        return self._health_of[1]
 
     def _apply(
         self, snap: Snapshot, state: desired.DesiredState, loaded: validating.ValidationResult, where: dict[str, str]
