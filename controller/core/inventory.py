@@ -229,7 +229,11 @@ class Inventory:
         return "hmac:" + hmac.new(self.salt.encode(), value.encode(), hashlib.sha256).hexdigest()[:32]
 
     def owned_bots(self) -> list[str]:
-        return [split_key(k)[1] for k in self._by_kind.get("bot", ())]
+        return list(self._owned)
+
+    @functools.cached_property
+    def _owned(self) -> tuple[str, ...]:
+        return tuple(split_key(k)[1] for k in self._by_kind.get("bot", ()))
 
     def keys_of(self, kind: str) -> list[str]:
         return list(self._by_kind.get(kind, ()))
