@@ -26,20 +26,10 @@ from controller.adapters.sources import GitSource, LocalSource, Snapshot
 from controller.codes import WatchResult as R
 from controller.core import health as health_core
 from controller.core import watching as policy
-from controller.core.types import Action, Plan
+from controller.core.types import Action
 from controller.core.types import Options as PlanOptions
 from controller.core.watching import Effect, LoopState, Options, Run
-from controller.engine import (
-    health,
-    history,
-    manifestmemo,
-    notifying,
-    observecache,
-    observing,
-    reconciling,
-    records,
-    watchstatus,
-)
+from controller.engine import history, notifying, observecache, passmemo, reconciling, watchstatus
 from controller.engine.metrics import Metrics
 from controller.engine.watchlog import Log, ProgressLog
 from controller.errors import ConflictError, ControllerError, LockHeld, SourceError
@@ -91,21 +81,14 @@ class Reconciler:
         self.pass_started: float | None = None  # clock.monotonic() of the pass in progress
         self.observations = observecache.WatchObservations(root, options.full_every)
         self.pass_cache = self.observations.cache
-        self.inventories = records.InventoryMemo()  # read again when its file's stat key moves
-        self.manifests = manifestmemo.ManifestMemo()  # validated again when the source changes
-        self.plans = reconciling.PlanMemo()  # the last no-op plan, while its inputs are the same
-        self._health_of: tuple[Plan, dict[tuple[str, str], bool]] | None = None  # _routine_health
-        self.runtimes: dict[str, tuple[object, health_core.BotRuntime]] = {}  # engine/health.py: kept
+        self.kept = passmemo.PassMemo()  # what a pass takes again while its inputs are unchanged
 
     # --- one pass --------------------------------------------------------------------------------
 
     def reconcile(self, trigger: str) -> Run:
         started = self.pass_started = self.clock.monotonic()
         try:
-            # Without the cyclic collector: a pass makes no cycles to speak of, while its scans of
-            # what the loop keeps between passes (a 10,000-bot home's observation) cost more than
-            # the pass itself (loading.gc_paused; refcounting still frees memory).
-            with loading.gc_paused():
+            with loading.gc_paused():  # no cyclic collector's scan of what is kept (passmemo.py)
                 run, effect = self._reconcile(trigger)
         except Exception as exc:  # a bug must not end the reconciler (under systemd: a crash loop)
             self.log.event("internal_error", error=f"{type(exc).__name__}: {exc}", hint="please report it; retrying")
@@ -130,8 +113,7 @@ class Reconciler:
             seconds=run.seconds,
             message=run.message,
         )
-        with loading.gc_paused():
-            self._after_run(run)
+        self._after_run(run)
         return run
 
     def _after_run(self, run: Run) -> None:
@@ -144,9 +126,7 @@ class Reconciler:
         self.seen_run = run
         if self.options.health and run.result is not R.SOURCE_ERROR:
             try:
-                inventory = self.inventories.load(self.root, self.fleet)
-                reads = observing.HomeReads(self.root, self.pass_cache)
-                checked = health.check(self.root, self.fleet, inventory=inventory, reads=reads, kept=self.runtimes)
+                checked = self.kept.health(self.root, self.fleet, self.pass_cache)
             except (ControllerError, OSError) as exc:
                 self.log.event("health_error", message=str(exc))
             else:
@@ -182,7 +162,7 @@ class Reconciler:
                 at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=policy.STILL_STALLED
             ), Effect.KEEP
         try:
-            result = self.manifests.load(snap, fleet=self.options.fleet, skip=self.root)
+            result = self.kept.manifests.load(snap, fleet=self.options.fleet, skip=self.root)
         except ControllerError as exc:  # e.g. the folder no longer holds any manifest: stall, do not crash
             message = f"cannot read the manifests: {exc}"
             return Run(at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=message), Effect.STALL
@@ -222,20 +202,11 @@ class Reconciler:
         loaded: validating.ValidationResult,
         suspended: str | None,
     ) -> Run:
-        inventory = self.inventories.load(self.root, state.fleet)
-        last = inventory.last_apply or {}
+        last = self.kept.inventories.load(self.root, state.fleet).last_apply or {}
         where = {"at": now, "trigger": trigger, "revision": snap.revision, "digest": state.digest}
         if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=suspended):
-            planned = reconciling.plan_home(
-                self.root,
-                state,
-                loaded.files,
-                options=self.plan_options,
-                cache=self.pass_cache,
-                inventory=inventory,
-                memo=self.plans,
-            )
-            self.metrics.observe_routines(self._routine_health(planned))
+            planned = self.kept.plan(self.root, state, loaded.files, self.plan_options, self.pass_cache)
+            self.metrics.observe_routines(self.kept.routine_health(planned))
             moved = policy.revision_moved(last, snap.revision)
             run = policy.report(planned.plan, moved=moved, suspension=suspended, **where)
             if run is not None:
@@ -243,13 +214,6 @@ class Reconciler:
                     self.log.event("drift_detected", objects=run.drift, hint="apply, or run watch with --self-heal")
                 return run
         return self._apply(snap, state, loaded, where)
-
-    def _routine_health(self, planned: reconciling.Planned) -> dict[tuple[str, str], bool]:
-        """policy.routine_health, once per plan: the plan memo gives the same Plan again only for
-        the same inputs, its cron jobs included."""
-        if self._health_of is None or self._health_of[0] is not planned.plan:
-            self._health_of = (planned.plan, policy.routine_health(planned.plan, planned.inputs.observed.jobs))
-        return self._health_of[1]
 
     def _apply(
         self, snap: Snapshot, state: desired.DesiredState, loaded: validating.ValidationResult, where: dict[str, str]

@@ -326,7 +326,7 @@ def test_the_watch_loop_validates_again_when_a_manifest_or_its_soul_file_changes
     reconciler = Reconciler(
         home, LocalSource([str(manifests)], recursive=False), Options(interval=60), Log("text", io.StringIO())
     )
-    memo = reconciler.manifests
+    memo = reconciler.kept.manifests
     snap = reconciler.source.snapshot()
     time.sleep(0.05)  # past the racy window of the files just written
     first = memo.load(snap, fleet=None, skip=home)
@@ -358,15 +358,15 @@ def test_a_soul_file_edit_is_drift_in_the_next_watch_pass(home: Path, manifests:
 def test_the_last_no_op_plan_is_taken_again_until_an_input_changes(home: Path, manifests: Path) -> None:
     reconciler = watching(home, manifests, [BOT, {"name": "beta", "title": "Two"}])
     try:
-        held = reconciler.plans._held
+        held = reconciler.kept.plans._held
         assert held is not None
         assert reconciler.reconcile("interval").result == "in-sync"
-        assert reconciler.plans._held is not None and reconciler.plans._held[2] is held[2]  # not planned again
+        assert reconciler.kept.plans._held is not None and reconciler.kept.plans._held[2] is held[2]  # not planned again
         edit_keeping_size_and_mtime(home / "profiles" / "alpha" / "config.yaml", "max_turns: 12", "max_turns: 13")
         time.sleep(0.5)  # the watcher's debounce and step
         run = reconciler.reconcile("interval")
         assert run.result == "drift" and run.drift == ["bot/alpha"], run
-        assert reconciler.plans._held is None  # a plan that changes something is never kept
+        assert reconciler.kept.plans._held is None  # a plan that changes something is never kept
     finally:
         reconciler.stop.set()
 
@@ -374,14 +374,14 @@ def test_the_last_no_op_plan_is_taken_again_until_an_input_changes(home: Path, m
 def test_a_bot_runtime_is_read_again_when_its_profile_changes(home: Path, manifests: Path) -> None:
     reconciler = watching(home, manifests, [BOT])
     try:
-        _, before = reconciler.runtimes["alpha"]
+        _, before = reconciler.kept.runtimes["alpha"]
         assert before.heartbeat is None
         assert reconciler.reconcile("interval").result == "in-sync"
-        assert reconciler.runtimes["alpha"][1] is before  # kept: no event on its profile
+        assert reconciler.kept.runtimes["alpha"][1] is before  # kept: no event on its profile
         beat = time.time()
         (home / "profiles" / "alpha" / ProfileLayout.TICKER_HEARTBEAT).write_text(str(beat))  # as Hermes' ticker
         time.sleep(0.5)
         assert reconciler.reconcile("interval").result == "in-sync"
-        assert reconciler.runtimes["alpha"][1].heartbeat == beat
+        assert reconciler.kept.runtimes["alpha"][1].heartbeat == beat
     finally:
         reconciler.stop.set()
