@@ -144,6 +144,14 @@ class ObservationCache:
         self.misses += 1
         return False, None, keys
 
+    def retain(self, units: Iterable[str]) -> None:
+        """Record `units` again as they were, unlooked-up (a watch loop's kept profile): the cache
+        written after this round still holds them."""
+        for unit in units:
+            entry = self._new.get(unit) or self._carried.get(unit)
+            if entry is not None:
+                self._new[unit] = entry
+
     def put(self, unit: str, keys: tuple[Key, ...] | None, facts: Any) -> None:
         """Record what `unit` held when its files had `keys` (taken before they were read)."""
         if keys is None:

@@ -220,6 +220,7 @@ def _kept(cache: obscache.ObservationCache | None, name: str, with_bot_chat: boo
     kept = cache.live.get((name, with_bot_chat))
     if kept is not None:
         cache.hits += 1
+        cache.retain((f"profile:{name}", f"fence:{name}", f"botchat:{name}"))
     return cast("LiveProfile | None", kept)
 
 

@@ -385,3 +385,15 @@ def test_a_bot_runtime_is_read_again_when_its_profile_changes(home: Path, manife
         assert reconciler.kept.runtimes["alpha"][1].heartbeat == beat
     finally:
         reconciler.stop.set()
+
+
+def test_a_kept_profile_stays_in_the_cache_written_after_another_one_changed(home: Path, manifests: Path) -> None:
+    reconciler = watching(home, manifests, [BOT, {"name": "beta", "title": "Two"}])
+    try:
+        (home / "profiles" / "beta" / "SOUL.md").write_text("hand edit\n")
+        time.sleep(0.5)  # the watcher's debounce and step
+        assert reconciler.reconcile("interval").result == "in-sync"  # beta read again: the cache is written
+        units = cache_data(home)["units"]
+        assert "profile:beta" in units and "profile:alpha" in units  # alpha was kept, not looked up
+    finally:
+        reconciler.stop.set()
