@@ -97,6 +97,12 @@ class ObservationCache:
         self.misses = 0
         self.trusted = False  # a watch loop with file events: units of profiles not in `dirty` are not stat'ed
         self.dirty: set[str] = set()
+        # The units recorded by earlier rounds of this process, keys as tuples (no JSON round trip).
+        self._carried: dict[str, tuple[tuple[Key, ...], Any]] = {}
+        # A watch loop's observed profiles, in memory only (never saved: they hold .env values),
+        # by (profile, with its Bot Chat); taken as they are while trusted and not dirty.
+        self.keep_live = False
+        self.live: dict[tuple[str, bool], Any] = {}
 
     @classmethod
     def load(cls, root: Path, *, use: bool = True) -> ObservationCache:
@@ -115,15 +121,20 @@ class ObservationCache:
             self.misses += 1
             return False, None, keys_of()
         entry = self._new.get(unit)
+        carried = entry is None and unit in self._carried
+        if carried:
+            entry = self._carried[unit]
         if entry is not None and self.trusted and unit.partition(":")[2] not in self.dirty:
             self.hits += 1
+            self._new[unit] = entry
             return True, entry[1], entry[0]
         keys = keys_of()
         if keys is None:
             self.misses += 1
             return False, None, None
-        if entry is not None and entry[0] == keys:
+        if entry is not None and entry[0] == keys and not (carried and racy(keys, self._written_ns)):
             self.hits += 1
+            self._new[unit] = entry
             return True, entry[1], keys
         raw = self._old.get(unit)
         if isinstance(raw, list) and len(raw) == 2 and _keys_of(raw[0]) == keys and not racy(keys, self._written_ns):
@@ -132,6 +143,14 @@ class ObservationCache:
             return True, raw[1], keys
         self.misses += 1
         return False, None, keys
+
+    def retain(self, units: Iterable[str]) -> None:
+        """Record `units` again as they were, unlooked-up (a watch loop's kept profile): the cache
+        written after this round still holds them."""
+        for unit in units:
+            entry = self._new.get(unit) or self._carried.get(unit)
+            if entry is not None:
+                self._new[unit] = entry
 
     def put(self, unit: str, keys: tuple[Key, ...] | None, facts: Any) -> None:
         """Record what `unit` held when its files had `keys` (taken before they were read)."""
@@ -146,13 +165,15 @@ class ObservationCache:
             del self._new[unit]
         for unit in [u for u in self._old if u.startswith(prefix)]:
             del self._old[unit]
+        for unit in [u for u in self._carried if u.startswith(prefix)]:
+            del self._carried[unit]
+        self.live.clear()
 
     def reopen(self, written_ns: int | None = None) -> None:
         """A new round of reads begins: what was recorded so far becomes the old entries, checked
         again by key and by the racy rule against `written_ns` (the last save when None; `now`
         after an apply's writes, which may have fallen in the same tick as their read)."""
-        recorded = {u: [[list(k) if k else None for k in keys], f] for u, (keys, f) in self._new.items()}
-        self._old = {**self._old, **recorded}
+        self._carried.update(self._new)
         self._new = {}
         self.use = True
         if written_ns is not None:
@@ -162,6 +183,8 @@ class ObservationCache:
         """Hold what `other` recorded instead of what this one did (a watch loop's cache, after
         an apply recorded the home afresh)."""
         self._old, self._new, self._written_ns = other._old, other._new, other._written_ns
+        self._carried = other._carried
+        self.live.clear()  # the apply wrote profiles: observe them again
 
     def save(self) -> None:
         """Write the units recorded in this run (atomic, 0600). A unit whose facts JSON cannot hold

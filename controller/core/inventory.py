@@ -9,6 +9,7 @@ and writing the file is `controller.adapters.inventory`; this module never touch
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping, Sequence
@@ -228,10 +229,23 @@ class Inventory:
         return "hmac:" + hmac.new(self.salt.encode(), value.encode(), hashlib.sha256).hexdigest()[:32]
 
     def owned_bots(self) -> list[str]:
-        return sorted(name for kind, name in map(split_key, self.objects) if kind == "bot")
+        return list(self._owned)
+
+    @functools.cached_property
+    def _owned(self) -> tuple[str, ...]:
+        return tuple(split_key(k)[1] for k in self._by_kind.get("bot", ()))
 
     def keys_of(self, kind: str) -> list[str]:
-        return sorted(k for k in self.objects if split_key(k)[0] == kind)
+        return list(self._by_kind.get(kind, ()))
+
+    @functools.cached_property
+    def _by_kind(self) -> dict[str, tuple[str, ...]]:
+        """The object keys of each kind, sorted (once: the inventory is immutable, and a watch
+        loop asks a kept one every pass)."""
+        kinds: dict[str, list[str]] = {}
+        for key in sorted(self.objects):
+            kinds.setdefault(split_key(key)[0], []).append(key)
+        return {kind: tuple(keys) for kind, keys in kinds.items()}
 
     def reclaimed(self, bots: Iterable[str]) -> Inventory:
         """This inventory with the records of restored bots that are in the manifests again given back."""

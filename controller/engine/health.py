@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from controller.adapters import hermes_install, runtime
+from controller.adapters import hermes_install, obscache, runtime
 from controller.adapters.home import profile_dir
 from controller.core import health
 from controller.core.inventory import Inventory, routine_parts, split_key
@@ -29,11 +29,13 @@ def check(
     inventory: Inventory | None = None,
     reads: observing.HomeReads | None = None,
     hermes_version: str | None = None,
+    kept: dict[str, tuple[object, health.BotRuntime]] | None = None,
 ) -> health.Health:
     """The runtime health of a fleet's bots; `reads`: what the caller read of the home already.
 
     `hermes_version` (detected when not given) tells whether a multiplexing root gateway ticks the
-    stores of the profiles it serves (docs/hermes/cron.md#scheduler)."""
+    stores of the profiles it serves (docs/hermes/cron.md#scheduler). `kept`: a watch loop's
+    runtimes of the previous check, updated here (see _kept)."""
     inventory = inventory or records.load(root, fleet)
     reads = reads or observing.HomeReads(root)
     routines: dict[str, list[tuple[str, str]]] = {}
@@ -43,22 +45,45 @@ def check(
     root_gateway = runtime.gateway(root)
     multiplexer_ticks = versions.multiplexer_ticks_served_stores(hermes_install.detect(hermes_version).version)
     root_stored = runtime.credential_stores(root)
-    bots = [
-        bot_runtime(
-            root,
-            name,
-            owned=routines.get(name, []),
-            root_gateway=root_gateway,
-            root_stored=root_stored,
-            reads=reads,
-            multiplexer_ticks=multiplexer_ticks,
-        )
-        for name in sorted(set(inventory.owned_bots()) | set(routines))
-    ]
+    bots = []
+    held = dict(kept or {})
+    if kept is not None:
+        kept.clear()
+    for name in sorted(set(inventory.owned_bots()) | set(routines)):
+        owned = sorted(routines.get(name, []))
+        what = (owned, root_gateway, root_stored, multiplexer_ticks)
+        bot = _kept(held.get(name), what, reads.cache, name)
+        if bot is None:
+            bot = bot_runtime(
+                root,
+                name,
+                owned=owned,
+                root_gateway=root_gateway,
+                root_stored=root_stored,
+                reads=reads,
+                multiplexer_ticks=multiplexer_ticks,
+            )
+        if kept is not None and not bot.errors:
+            kept[name] = (what, bot)
+        bots.append(bot)
     mcp = hermes_install.mcp_library() if any(b.mcp_servers for b in bots) else None
     return health.evaluate(
         bots, time.time() if now is None else now, mcp_library=mcp.available if mcp else None, mcp_where=mcp.where if mcp else ""
     )
+
+
+def _kept(
+    held: tuple[object, health.BotRuntime] | None, what: object, cache: obscache.ObservationCache | None, name: str
+) -> health.BotRuntime | None:
+    """A bot's runtime as the previous check read it, while nothing it was read from can have
+    changed: a watch loop's trusted pass (no file event on its profile folder, where Hermes writes
+    its jobs, heartbeat, gateway and credential files; not the full pass: engine/observecache.py),
+    the same routines and the same root gateway and credentials. A gateway that was running is
+    asked again: a process can end without a file changing. Its age is evaluated afresh (core.health)."""
+    if held is None or cache is None or not (cache.keep_live and cache.use and cache.trusted) or name in cache.dirty:
+        return None
+    seen, bot = held
+    return bot if seen == what and not bot.gateway.running else None
 
 
 def bot_runtime(

@@ -4,7 +4,8 @@ Four units per profile, each with the files whose stat keys decide whether it is
 
 - `profile:<name>`: config.yaml, profile.yaml, SOUL.md, assets/avatar.<ext>, the owner marker. Its
   facts are what observing makes of them; a profile with a read error is never cached. `.env` is
-  not among them: it holds secrets, which no state file may hold, so it is read every time.
+  not among them: it holds secrets, which no state file may hold, so it is read every time (but
+  by a watch loop, which keeps an unmarked profile in memory: WatchObservations).
 - `fence:<name>`: the profile folder, assets/ and cron/: the containment check found no symlink
   among the entries hermes-fleet writes (a profile with one is checked every time).
 - `botchat:<name>`: state.db and its -wal file: whether the profile has a Bot Chat.
@@ -119,7 +120,8 @@ class WatchObservations:
     """The `watch` loop's observation cache (docs/cli.md#watch): held in memory from pass to pass.
 
     File events on `profiles/` (watchfiles) mark the profiles that changed; a pass takes every
-    other profile's units as they were, without a stat, and reads a marked profile's files again.
+    other profile as the previous pass observed it (in memory, its .env included: never saved),
+    without a stat, and reads a marked profile's files again.
     The root profile's files are stat'ed every pass (they are not under `profiles/`). Every
     `full_every` passes (0: never) the whole home is read in full, the safety net for an event
     the watcher missed. The cache is written after a pass that read something."""
@@ -148,10 +150,17 @@ class WatchObservations:
             marked, self._marked = self._marked, set()
         cache = self.cache
         cache.reopen()
+        cache.keep_live = True
+        for name in marked:
+            cache.live.pop((name, False), None)
+            cache.live.pop((name, True), None)
         if not self.wanted or (self.full_every and self.passes % self.full_every == 0):
             cache.use = False  # the safety net: everything read, and recorded afresh
+            cache.live.clear()
         # Trusted only when every unit was checked, in the previous pass, after the watcher was up.
         cache.trusted, self._ready_before = self._ready_before, self._ready
+        if not cache.trusted:
+            cache.live.clear()  # an event may have been missed: nothing kept is taken as it is
         cache.dirty = marked | {DEFAULT_PROFILE}
         cache.hits = cache.misses = 0
         return cache

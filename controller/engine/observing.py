@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from controller.adapters import (
     configfile,
@@ -203,7 +203,30 @@ def observe_profile(
 
     `pool` shares what the profiles' config.yaml files have in common (LiveProfile values are
     read, never changed in place)."""
-    pool = pool or sharing.Sharer()
+    kept = _kept(cache, name, with_bot_chat)
+    if kept is not None:
+        return kept
+    live = _observe_profile(root, name, with_bot_chat=with_bot_chat, pool=pool or sharing.Sharer(), cache=cache)
+    if cache is not None and cache.keep_live and not live.errors:
+        cache.live[(name, with_bot_chat)] = live
+    return live
+
+
+def _kept(cache: obscache.ObservationCache | None, name: str, with_bot_chat: bool) -> LiveProfile | None:
+    """A watch loop's profile as the previous pass observed it, while no file event marked it
+    (engine/observecache.py): nothing of it is read, not even its .env."""
+    if cache is None or not (cache.keep_live and cache.use and cache.trusted) or name in cache.dirty:
+        return None
+    kept = cache.live.get((name, with_bot_chat))
+    if kept is not None:
+        cache.hits += 1
+        cache.retain((f"profile:{name}", f"fence:{name}", f"botchat:{name}"))
+    return cast("LiveProfile | None", kept)
+
+
+def _observe_profile(
+    root: Path, name: str, *, with_bot_chat: bool, pool: sharing.Sharer, cache: obscache.ObservationCache | None
+) -> LiveProfile:
     path = _check_profile(root, name, cache)
     exists = path.is_dir()
     tombstoned = name != DEFAULT_PROFILE and profiles.is_tombstoned(root, name)

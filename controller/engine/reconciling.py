@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from controller.core import planning
 from controller.core import selection as selecting
 from controller.core.inventory import Inventory
 from controller.core.selection import Selection
-from controller.core.types import Inputs, Options, Plan, RunResult
+from controller.core.types import Action, Inputs, Options, Plan, RunResult
 from controller.engine import applying, handedits, history, observing, records
 from controller.engine.ledger import Ledger
 from controller.errors import ConflictError, UsageError
@@ -49,12 +49,16 @@ def plan_home(
     hermes_version: str | None = None,
     selection: Selection | None = None,
     cache: obscache.ObservationCache | None = None,
+    inventory: Inventory | None = None,
+    memo: PlanMemo | None = None,
 ) -> Planned:
     """Observe and plan; writes nothing (the gateway is only read). A `selection` keeps only its
     bots' objects (core/selection.py). With `cache`, files whose stat keys it holds are not read
-    again (adapters/obscache.py); without, every file is read."""
+    again (adapters/obscache.py); without, every file is read. `inventory`: the home's, when the
+    caller read it already (a watch pass). `memo`: a watch loop's last no-op plan, taken again
+    when the inputs are the same."""
     parsecache.load(root)  # parsed YAML of the last apply's files, by content (adapters/parsecache.py)
-    inventory = records.load(root, state.fleet)
+    inventory = records.load(root, state.fleet) if inventory is None else inventory
     check_slice(inventory, state, options)
     chosen = selection or Selection()
     check_names(chosen, state, inventory)
@@ -65,10 +69,34 @@ def plan_home(
         root=root,
         state=state,
         inputs=inputs,
-        plan=planning.plan(inputs, chosen),
+        plan=memo.plan(inputs, chosen) if memo is not None else planning.plan(inputs, chosen),
         files=files,
         selection=chosen.describe(),
     )
+
+
+class PlanMemo:
+    """A watch loop's last plan when it changed nothing, with the inputs it was made from.
+
+    The planner is pure (core/planning): the same Inputs give the same Plan. A pass whose inputs
+    equal the last ones but for the clock takes that plan again; the clock only shapes the notes
+    of routines that change and the rooms (docs/watch.md), so only a plan of no-ops and no rooms is
+    kept. The comparison is cheap when nothing changed: the manifests, the inventory and every
+    unmarked profile are the very objects of the previous pass (engine/manifestmemo.py,
+    records.InventoryMemo, engine/observecache.py), so equality stops at their identity."""
+
+    def __init__(self) -> None:
+        self._held: tuple[Inputs, Selection, Plan] | None = None
+
+    def plan(self, inputs: Inputs, chosen: Selection) -> Plan:
+        held = self._held
+        if held is not None and held[1] == chosen and held[0] == replace(inputs, now=held[0].now):
+            return held[2]
+        self._held = None
+        plan = planning.plan(inputs, chosen)
+        if inputs.observed.rooms is None and all(c.action is Action.NOOP for c in plan.changes):
+            self._held = (inputs, chosen, plan)
+        return plan
 
 
 def check_names(chosen: Selection, state: DesiredState, inventory: Inventory) -> None:

@@ -4,10 +4,12 @@ run's Ledger), other fleets; and the salt of a new inventory (core makes no rand
 from __future__ import annotations
 
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
 from controller.adapters import inventory as inventory_file
+from controller.adapters import obscache
 from controller.core.inventory import Inventory
 from controller.core.types import LiveProfile
 from controller.engine.ledger import Ledger
@@ -35,6 +37,27 @@ def load(root: Path, fleet: str) -> Inventory:
             hint='set it to the host this home runs (e.g. "host": "office"), or remove the key and apply with --host',
         )
     return Inventory.from_json(fleet, data, salt=new_salt())
+
+
+class InventoryMemo:
+    """A watch loop's inventory, read again only when its file's stat key moved since the last
+    read or was racy then (adapters/obscache.py: the rule of the observation cache). The
+    Inventory is frozen: a pass, its health check and the next pass may share it."""
+
+    def __init__(self) -> None:
+        self._held: tuple[str, str, tuple[obscache.Key, ...], Inventory] | None = None
+
+    def load(self, root: Path, fleet: str) -> Inventory:
+        path = str(inventory_file.inventory_path(root, fleet))
+        keys = obscache.stat_keys([path])  # taken before the read
+        held = self._held
+        if held is not None and keys is not None and held[:3] == (fleet, path, keys):
+            return held[3]
+        read_ns = time.time_ns()
+        inventory = load(root, fleet)
+        fresh = keys is not None and keys[0] is not None and not obscache.racy(keys, read_ns)
+        self._held = (fleet, path, keys, inventory) if keys is not None and fresh else None
+        return inventory
 
 
 def _check_bot_fields(root: Path, fleet: str, objects: dict[str, Any]) -> None:

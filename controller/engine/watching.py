@@ -29,11 +29,11 @@ from controller.core import watching as policy
 from controller.core.types import Action
 from controller.core.types import Options as PlanOptions
 from controller.core.watching import Effect, LoopState, Options, Run
-from controller.engine import health, history, notifying, observecache, observing, reconciling, records, watchstatus
+from controller.engine import history, notifying, observecache, passmemo, reconciling, watchstatus
 from controller.engine.metrics import Metrics
 from controller.engine.watchlog import Log, ProgressLog
 from controller.errors import ConflictError, ControllerError, LockHeld, SourceError
-from controller.manifests import desired, reading, validating
+from controller.manifests import desired, loading, reading, validating
 
 __all__ = ["KEEP_RUNS", "Clock", "Log", "Options", "ProgressLog", "Reconciler", "Run"]
 
@@ -81,13 +81,15 @@ class Reconciler:
         self.pass_started: float | None = None  # clock.monotonic() of the pass in progress
         self.observations = observecache.WatchObservations(root, options.full_every)
         self.pass_cache = self.observations.cache
+        self.kept = passmemo.PassMemo()  # what a pass takes again while its inputs are unchanged
 
     # --- one pass --------------------------------------------------------------------------------
 
     def reconcile(self, trigger: str) -> Run:
         started = self.pass_started = self.clock.monotonic()
         try:
-            run, effect = self._reconcile(trigger)
+            with loading.gc_paused():  # no cyclic collector's scan of what is kept (passmemo.py)
+                run, effect = self._reconcile(trigger)
         except Exception as exc:  # a bug must not end the reconciler (under systemd: a crash loop)
             self.log.event("internal_error", error=f"{type(exc).__name__}: {exc}", hint="please report it; retrying")
             traceback.print_exc(file=sys.stderr)
@@ -124,13 +126,12 @@ class Reconciler:
         self.seen_run = run
         if self.options.health and run.result is not R.SOURCE_ERROR:
             try:
-                checked = health.check(self.root, self.fleet, reads=observing.HomeReads(self.root, self.pass_cache))
+                checked = self.kept.health(self.root, self.fleet, self.pass_cache)
             except (ControllerError, OSError) as exc:
                 self.log.event("health_error", message=str(exc))
             else:
-                events += notifying.health_events(
-                    self.seen_findings, checked.findings, self.fleet, str(self.root), self.metrics.host
-                )
+                host, findings = self.metrics.host, checked.findings
+                events += notifying.health_events(self.seen_findings, findings, self.fleet, str(self.root), host)
                 self.health, self.seen_findings = checked, checked.findings
                 self.metrics.observe_health(checked)
         if self.notifier is not None:
@@ -161,7 +162,7 @@ class Reconciler:
                 at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=policy.STILL_STALLED
             ), Effect.KEEP
         try:
-            result = reading.load_paths(snap.paths, recursive=snap.recursive, fleet=self.options.fleet, skip=self.root)
+            result = self.kept.manifests.load(snap, fleet=self.options.fleet, skip=self.root)
         except ControllerError as exc:  # e.g. the folder no longer holds any manifest: stall, do not crash
             message = f"cannot read the manifests: {exc}"
             return Run(at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=message), Effect.STALL
@@ -201,11 +202,11 @@ class Reconciler:
         loaded: validating.ValidationResult,
         suspended: str | None,
     ) -> Run:
-        last = records.load(self.root, state.fleet).last_apply or {}
+        last = self.kept.inventories.load(self.root, state.fleet).last_apply or {}
         where = {"at": now, "trigger": trigger, "revision": snap.revision, "digest": state.digest}
         if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=suspended):
-            planned = reconciling.plan_home(self.root, state, loaded.files, options=self.plan_options, cache=self.pass_cache)
-            self.metrics.observe_routines(policy.routine_health(planned.plan, planned.inputs.observed.jobs))
+            planned = self.kept.plan(self.root, state, loaded.files, self.plan_options, self.pass_cache)
+            self.metrics.observe_routines(self.kept.routine_health(planned))
             moved = policy.revision_moved(last, snap.revision)
             run = policy.report(planned.plan, moved=moved, suspension=suspended, **where)
             if run is not None:

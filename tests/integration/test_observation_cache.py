@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 
+from controller.adapters import inventory as inventory_file
 from controller.adapters import obscache
+from controller.adapters.home import ProfileLayout
 from controller.adapters.sources import LocalSource
-from controller.engine import observecache
+from controller.engine import observecache, records
 from controller.engine.watching import Log, Options, Reconciler
 from tests.integration.helpers import apply, changes, plan, write_fleet
 
@@ -289,3 +291,145 @@ def test_a_failed_baseline_write_keeps_the_history_entry(applied: Path, home: Pa
     assert apply(applied, home).code == 1
     entries = sorted((home / ".hermes-fleet" / "history" / "acme").iterdir())
     assert len(entries) == 2, entries
+
+
+def watching(home: Path, manifests: Path, bots: list[dict[str, Any]]) -> Reconciler:
+    """A reconciler that applied `bots`, its file watcher up and two in-sync passes behind it (the
+    second takes unmarked profiles as the first observed them, from memory)."""
+    write_fleet(manifests, bots)
+    reconciler = Reconciler(
+        home, LocalSource([str(manifests)], recursive=False), Options(interval=60), Log("text", io.StringIO())
+    )
+    assert reconciler.reconcile("start").result == "applied"
+    reconciler.observations.start(reconciler.stop)
+    deadline = time.monotonic() + 20
+    while not reconciler.observations._ready and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert reconciler.observations._ready, "the file watcher did not start"
+    for _ in range(2):
+        assert reconciler.reconcile("interval").result == "in-sync"
+    assert reconciler.pass_cache.trusted and ("alpha", True) in reconciler.pass_cache.live
+    return reconciler
+
+
+def test_a_hand_edit_of_env_is_drift_in_the_next_watch_pass(home: Path, manifests: Path) -> None:
+    # The watch loop keeps each observed profile, .env values included, in memory (never in the
+    # cache file); a file event on .env must drop it, or the edit would go unseen until a full pass.
+    reconciler = watching(home, manifests, [{**BOT, "env": {"MODE": "fast"}}, {"name": "beta", "title": "Two"}])
+    try:
+        env = home / "profiles" / "alpha" / ".env"
+        edit_keeping_size_and_mtime(env, "MODE=fast", "MODE=slow")
+        time.sleep(0.5)  # the watcher's debounce and step
+        run = reconciler.reconcile("interval")
+        assert run.result == "drift" and run.drift == ["bot/alpha"], run
+        assert "slow" not in obscache.cache_path(home).read_text()
+    finally:
+        reconciler.stop.set()
+
+
+def test_a_kept_profile_is_dropped_on_a_full_pass(home: Path, manifests: Path) -> None:
+    # The safety net: every --full-every passes nothing kept in memory is taken as it is.
+    reconciler = watching(home, manifests, [BOT])
+    try:
+        kept = reconciler.pass_cache.live[("alpha", True)]
+        reconciler.observations.passes = reconciler.options.full_every - 1  # the next pass is the full one
+        assert reconciler.reconcile("interval").result == "in-sync"
+        assert not reconciler.pass_cache.use
+        assert reconciler.pass_cache.live[("alpha", True)] is not kept  # observed afresh
+    finally:
+        reconciler.stop.set()
+
+
+def test_the_watch_loop_reads_the_inventory_again_when_its_file_changes(applied: Path, home: Path) -> None:
+    memo = records.InventoryMemo()
+    path = inventory_file.inventory_path(home, "acme")
+    time.sleep(0.05)  # past the racy window of the apply's write
+    first = memo.load(home, "acme")
+    assert memo.load(home, "acme") is first  # unchanged: not read again
+    data = json.loads(path.read_text())
+    data["host"] = "office"
+    path.write_text(json.dumps(data))  # a hand edit (another size, mtime and ctime)
+    again = memo.load(home, "acme")
+    assert again is not first and again.host == "office"
+    assert memo.load(home, "acme") is not again  # just written (racy): read again until it settles
+
+
+def test_the_watch_loop_validates_again_when_a_manifest_or_its_soul_file_changes(home: Path, manifests: Path) -> None:
+    # The revision of `-f` covers the manifests' content, not the files they name: a soul_file
+    # edit must reach the next pass as well.
+    (manifests / "alpha.md").write_text("You are one.\n")
+    write_fleet(manifests, [{**BOT, "soul_file": "alpha.md"}])
+    reconciler = Reconciler(
+        home, LocalSource([str(manifests)], recursive=False), Options(interval=60), Log("text", io.StringIO())
+    )
+    memo = reconciler.kept.manifests
+    snap = reconciler.source.snapshot()
+    time.sleep(0.05)  # past the racy window of the files just written
+    first = memo.load(snap, fleet=None, skip=home)
+    assert first.state is not None and first.state.bots["alpha"].soul == "You are one.\n"
+    assert memo.load(reconciler.source.snapshot(), fleet=None, skip=home) is first  # nothing changed
+    (manifests / "alpha.md").write_text("You are two.\n")
+    again = memo.load(reconciler.source.snapshot(), fleet=None, skip=home)
+    assert again is not first and again.state is not None and again.state.bots["alpha"].soul == "You are two.\n"
+    write_fleet(manifests, [{**BOT, "title": "Uno", "soul_file": "alpha.md"}])
+    third = memo.load(reconciler.source.snapshot(), fleet=None, skip=home)
+    assert third.state is not None and third.state.bots["alpha"].title == "Uno"
+
+
+def test_a_soul_file_edit_is_drift_in_the_next_watch_pass(home: Path, manifests: Path) -> None:
+    (manifests / "alpha.md").write_text("You are one.\n")
+    write_fleet(manifests, [{**BOT, "soul_file": "alpha.md"}])
+    reconciler = Reconciler(
+        home, LocalSource([str(manifests)], recursive=False), Options(interval=60), Log("text", io.StringIO())
+    )
+    assert reconciler.reconcile("start").result == "applied"
+    time.sleep(0.05)
+    assert reconciler.reconcile("interval").result == "in-sync"
+    assert reconciler.reconcile("interval").result == "in-sync"
+    (manifests / "alpha.md").write_text("You are two.\n")
+    assert reconciler.reconcile("interval").result == "applied"
+    assert (home / "profiles" / "alpha" / "SOUL.md").read_text() == "You are two.\n"
+
+
+def test_the_last_no_op_plan_is_taken_again_until_an_input_changes(home: Path, manifests: Path) -> None:
+    reconciler = watching(home, manifests, [BOT, {"name": "beta", "title": "Two"}])
+    try:
+        held = reconciler.kept.plans._held
+        assert held is not None
+        assert reconciler.reconcile("interval").result == "in-sync"
+        assert reconciler.kept.plans._held is not None and reconciler.kept.plans._held[2] is held[2]  # not planned again
+        edit_keeping_size_and_mtime(home / "profiles" / "alpha" / "config.yaml", "max_turns: 12", "max_turns: 13")
+        time.sleep(0.5)  # the watcher's debounce and step
+        run = reconciler.reconcile("interval")
+        assert run.result == "drift" and run.drift == ["bot/alpha"], run
+        assert reconciler.kept.plans._held is None  # a plan that changes something is never kept
+    finally:
+        reconciler.stop.set()
+
+
+def test_a_bot_runtime_is_read_again_when_its_profile_changes(home: Path, manifests: Path) -> None:
+    reconciler = watching(home, manifests, [BOT])
+    try:
+        _, before = reconciler.kept.runtimes["alpha"]
+        assert before.heartbeat is None
+        assert reconciler.reconcile("interval").result == "in-sync"
+        assert reconciler.kept.runtimes["alpha"][1] is before  # kept: no event on its profile
+        beat = time.time()
+        (home / "profiles" / "alpha" / ProfileLayout.TICKER_HEARTBEAT).write_text(str(beat))  # as Hermes' ticker
+        time.sleep(0.5)
+        assert reconciler.reconcile("interval").result == "in-sync"
+        assert reconciler.kept.runtimes["alpha"][1].heartbeat == beat
+    finally:
+        reconciler.stop.set()
+
+
+def test_a_kept_profile_stays_in_the_cache_written_after_another_one_changed(home: Path, manifests: Path) -> None:
+    reconciler = watching(home, manifests, [BOT, {"name": "beta", "title": "Two"}])
+    try:
+        (home / "profiles" / "beta" / "SOUL.md").write_text("hand edit\n")
+        time.sleep(0.5)  # the watcher's debounce and step
+        assert reconciler.reconcile("interval").result == "in-sync"  # beta read again: the cache is written
+        units = cache_data(home)["units"]
+        assert "profile:beta" in units and "profile:alpha" in units  # alpha was kept, not looked up
+    finally:
+        reconciler.stop.set()
