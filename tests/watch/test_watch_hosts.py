@@ -20,7 +20,9 @@ from tests.watch.harness import git, read_status, title
 
 # What a watcher rewrites on every run whatever the manifests say: its status file (and the temp file
 # of its atomic write) and its clone.
-OWN_FILES = (".hermes-fleet/watch-status.json", ".hermes-fleet/git")
+# The reconciler's own bookkeeping: its status, its clones, and the observation cache, which a pass
+# rewrites when it had to read a file again (a file written within the cache's racy window).
+OWN_FILES = (".hermes-fleet/watch-status.json", ".hermes-fleet/git", ".hermes-fleet/cache/observed.json")
 OWN_TEMP = ".hermes-fleet/.watch-status.json."
 
 
