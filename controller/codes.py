@@ -10,6 +10,13 @@ object), `core.types.RunResult` (an apply in the history), `diagnostics.Diagnost
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
+
+# What began a watch pass: the loop's first pass, its interval, a manifest change, a retry after a
+# transient failure, or `watch --once`.
+Trigger = Literal["start", "interval", "change", "retry", "once"]
+# How bad a runtime health finding is (core.health; a webhook event's severity).
+FindingSeverity = Literal["error", "warning"]
 
 
 class WatchResult(StrEnum):

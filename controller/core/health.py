@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.codes import HealthCode
+from controller.codes import FindingSeverity, HealthCode
 from controller.hermes import providers
 
 # Hermes' `hermes cron status`: three missed 60 s ticks plus slack (docs/hermes/runtime.md#ticker-heartbeat).
@@ -87,7 +87,7 @@ class BotRuntime:
 @dataclass(frozen=True)
 class Finding:
     code: HealthCode
-    severity: str  # error | warning
+    severity: FindingSeverity
     subject: str  # an object key: bot/<name> or routine/<bot>/<title>
     message: str
 

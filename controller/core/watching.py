@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
+from controller.codes import Trigger as Trigger  # re-exported: the loop names it policy.Trigger
 from controller.codes import WatchResult as R
 from controller.core.types import WRITING_ACTIONS, Kind, Plan, RunResult
 
@@ -43,10 +44,19 @@ class Options:
     full_every: int = 10  # read the home in full every N passes (engine/observecache.py); 0: never
 
 
+class Where(TypedDict):
+    """Where and when a pass ran: what `report` and `applied` put in its Run."""
+
+    at: str
+    trigger: Trigger
+    revision: str
+    digest: str
+
+
 @dataclass(kw_only=True)
 class Run:
     at: str
-    trigger: str
+    trigger: Trigger
     result: R
     revision: str = ""
     digest: str = ""
@@ -130,7 +140,9 @@ def causes(plan: Plan, failed: Sequence[str] = ()) -> str:
     return "; ".join(found[:3])
 
 
-def report(plan: Plan, *, at: str, trigger: str, revision: str, digest: str, moved: bool, suspension: str | None) -> Run | None:
+def report(
+    plan: Plan, *, at: str, trigger: Trigger, revision: str, digest: str, moved: bool, suspension: str | None
+) -> Run | None:
     """The run of a pass that only planned; None when it should apply after all (a new revision
     whose pending changes are no hand edit, e.g. a secret file's new value). Suspended: never."""
     drift = changed_objects(plan)
@@ -158,7 +170,7 @@ class Applied:
     wrote: bool  # any object changed
 
 
-def applied(plan: Plan, outcome: Applied, *, at: str, trigger: str, revision: str, digest: str) -> Run:
+def applied(plan: Plan, outcome: Applied, *, at: str, trigger: Trigger, revision: str, digest: str) -> Run:
     result = R.APPLIED if outcome.wrote else R.IN_SYNC
     run = Run(at=at, trigger=trigger, result=result, revision=revision, digest=digest, changed=outcome.done)
     failed = len(outcome.failed) + len(plan.errors)
@@ -205,7 +217,7 @@ def delay_after(state: LoopState, run: Run, options: Options, rng: Rng) -> tuple
     return replace(state, failures=0), max(0.05, options.interval + rng.uniform(-spread, spread))
 
 
-def next_trigger(*, woke: bool, failures: int) -> str:
+def next_trigger(*, woke: bool, failures: int) -> Trigger:
     return "change" if woke else ("retry" if failures else "interval")
 
 

@@ -85,7 +85,7 @@ class Reconciler:
 
     # --- one pass --------------------------------------------------------------------------------
 
-    def reconcile(self, trigger: str) -> Run:
+    def reconcile(self, trigger: policy.Trigger) -> Run:
         started = self.pass_started = self.clock.monotonic()
         try:
             with loading.gc_paused():  # no cyclic collector's scan of what is kept (passmemo.py)
@@ -147,7 +147,7 @@ class Reconciler:
         self.notifier.configure(targets)
         self.webhooks = state.notifications
 
-    def _reconcile(self, trigger: str) -> tuple[Run, Effect]:
+    def _reconcile(self, trigger: policy.Trigger) -> tuple[Run, Effect]:
         now = self.clock.stamp()
         self.pass_cache.trusted = False  # a pass ending before begin_pass (stalled) checks health by stat key
         suspended = suspension.read(self.root)
@@ -196,14 +196,14 @@ class Reconciler:
     def _converge(
         self,
         now: str,
-        trigger: str,
+        trigger: policy.Trigger,
         snap: Snapshot,
         state: desired.DesiredState,
         loaded: validating.ValidationResult,
         suspended: str | None,
     ) -> Run:
         last = self.kept.inventories.load(self.root, state.fleet).last_apply or {}
-        where = {"at": now, "trigger": trigger, "revision": snap.revision, "digest": state.digest}
+        where: policy.Where = {"at": now, "trigger": trigger, "revision": snap.revision, "digest": state.digest}
         if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=suspended):
             planned = self.kept.plan(self.root, state, loaded.files, self.plan_options, self.pass_cache)
             self.metrics.observe_routines(self.kept.routine_health(planned))
@@ -216,7 +216,7 @@ class Reconciler:
         return self._apply(snap, state, loaded, where)
 
     def _apply(
-        self, snap: Snapshot, state: desired.DesiredState, loaded: validating.ValidationResult, where: dict[str, str]
+        self, snap: Snapshot, state: desired.DesiredState, loaded: validating.ValidationResult, where: policy.Where
     ) -> Run:
         opts = self.options
         snapshot = history.snapshot(
@@ -268,7 +268,7 @@ class Reconciler:
     def loop(self) -> None:
         watcher = self._start_watcher()
         self.observations.start(self.stop)
-        trigger = "start"
+        trigger: policy.Trigger = "start"
         try:
             while not self.stop.is_set():
                 run = self.reconcile(trigger)

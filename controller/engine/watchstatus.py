@@ -15,7 +15,7 @@ from controller import bounded
 from controller.adapters import fsio, homebounds
 from controller.adapters.home import StateLayout, check_state_path, state_dir
 from controller.adapters.sources import GitSource, LocalSource
-from controller.codes import HealthCode, WatchResult
+from controller.codes import FindingSeverity, HealthCode, WatchResult
 from controller.core import health as health_core
 from controller.core.watching import Run
 from controller.errors import ContainmentError, ControllerError, HermesStateError
@@ -75,11 +75,9 @@ def resume(reconciler: Reconciler, previous: dict[str, Any] | None) -> None:
     if isinstance(notified, dict) and notified.get("result") in tuple(WatchResult):
         drift = [str(d) for d in notified.get("drift") or []]
         message = str(notified.get("message") or "")
-        reconciler.seen_run = Run(at="", trigger="", result=WatchResult(notified["result"]), message=message, drift=drift)
+        reconciler.seen_run = Run(at="", trigger="start", result=WatchResult(notified["result"]), message=message, drift=drift)
         reconciler.seen_findings = tuple(
-            health_core.Finding(HealthCode(f["code"]), str(f.get("severity")), str(f.get("object")), str(f.get("message")))
-            for f in notified.get("findings") or []
-            if isinstance(f, dict) and f.get("code") in tuple(HealthCode)
+            _finding(f) for f in notified.get("findings") or [] if isinstance(f, dict) and f.get("code") in tuple(HealthCode)
         )
     if not previous or previous.get("source") != source_label(reconciler.source):
         return
@@ -128,3 +126,8 @@ def write_status(root: Path, data: dict[str, Any]) -> str | None:
     except ControllerError as exc:
         return str(exc)
     return None
+
+
+def _finding(f: dict[str, Any]) -> health_core.Finding:
+    severity: FindingSeverity = "error" if f.get("severity") == "error" else "warning"
+    return health_core.Finding(HealthCode(f["code"]), severity, str(f.get("object")), str(f.get("message")))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from controller import errors
-from controller.codes import EventKind, HealthCode, WatchResult
+from controller.codes import EventKind, FindingSeverity, HealthCode, Trigger, WatchResult
 from controller.core import health
 from controller.core import watching as policy
 from controller.core.planning import rooms
@@ -97,3 +97,11 @@ def test_why_rooms_wait_is_typed(view: GatewayView, code: Reason, reason: str) -
     assert problem is not None
     assert problem.code is code
     assert problem.reason.startswith(reason)
+
+
+def test_triggers_and_severities_are_the_documented_words() -> None:
+    """`Trigger` and `FindingSeverity` are Literal types mypy checks; their words are documented."""
+    text = (DOCS / "watch.md").read_text()
+    assert [t for t in typing.get_args(Trigger) if f"trigger={t}" not in text and f"`{t}`" not in text] == []
+    assert typing.get_args(FindingSeverity) == ("error", "warning")
+    assert {policy.next_trigger(woke=w, failures=f) for w in (True, False) for f in (0, 1)} <= set(typing.get_args(Trigger))
