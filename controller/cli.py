@@ -547,6 +547,17 @@ def _import_quietly(module: str) -> Any:
         gc.enable()
 
 
+_full_plan = _lazy("controller.verbs.plan", "cmd_plan")
+
+
+def _plan(args: argparse.Namespace) -> int:
+    """`plan`: the settled plan when nothing it was made from changed (verbs/fastplan.py), else in full."""
+    from controller.verbs import fastplan
+
+    code = fastplan.answer(args)
+    return _full_plan(args) if code is None else code
+
+
 VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None], Callable[..., int]]] = {
     "validate": (
         "check manifests offline (schema + semantic rules)",
@@ -560,7 +571,7 @@ VERBS: dict[str, tuple[str, list[str], Callable[[argparse.ArgumentParser], None]
         setup_schema,
         _lazy("controller.verbs.validate", "cmd_schema"),
     ),
-    "plan": ("show what apply would change, including drift", ["diff"], setup_plan, _lazy("controller.verbs.plan", "cmd_plan")),
+    "plan": ("show what apply would change, including drift", ["diff"], setup_plan, _plan),
     "apply": ("converge the Hermes home onto the manifests", [], setup_apply, _lazy("controller.verbs.plan", "cmd_apply")),
     "status": ("managed objects, last apply, drift summary", [], setup_status, _lazy("controller.verbs.status", "cmd_status")),
     "init": (

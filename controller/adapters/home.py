@@ -153,6 +153,7 @@ class StateLayout:
     CACHE: ClassVar[str] = "cache"
     PARSE_CACHE: ClassVar[str] = "cache/parsed.json"
     OBSERVATION_CACHE: ClassVar[str] = "cache/observed.json"  # stat keys and facts (adapters/obscache.py)
+    SETTLED_PLAN: ClassVar[str] = "cache/settled-plan.json"  # the last apply's no-op plan, by its inputs (adapters/settled.py)
     OUTBOX: ClassVar[str] = "outbox"  # outbox/<webhook>/<event id>.json
     APPLY_LOCK: ClassVar[str] = "apply.lock"
     WATCH_LOCK: ClassVar[str] = "watch.lock"
@@ -206,6 +207,10 @@ class StateLayout:
     @property
     def observation_cache(self) -> Path:
         return self.path / self.OBSERVATION_CACHE
+
+    @property
+    def settled_plan(self) -> Path:
+        return self.path / self.SETTLED_PLAN
 
     @property
     def outbox(self) -> Path:

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controller.adapters import obscache
-from controller.adapters.home import resolve_root
+from controller.adapters import inputtrace, obscache, settled
+from controller.adapters.home import HomeLayout, resolve_root
 from controller.core import insights as plan_insights
 from controller.core.types import Action, ObjectChange, Plan
 from controller.engine import history, reconciling
 from controller.engine.applying import ApplyResult
 from controller.engine.reconciling import Planned
-from controller.errors import ConflictError, ExitCode, UsageError
+from controller.errors import ConflictError, ControllerError, ExitCode, UsageError
 from controller.manifests import reading
 from controller.manifests.desired import DesiredState
-from controller.verbs import common, reporting, suspend
+from controller.redact import MaskedStream
+from controller.verbs import common, fastplan, reporting, suspend
 from controller.verbs.progress import ProgressLine
 
 if TYPE_CHECKING:  # apply --notify only: the webhook client and its threads (docs/performance.md#start-up)
@@ -248,7 +251,50 @@ def cmd_apply(args: argparse.Namespace) -> int:
                 print(line, file=sys.stderr)
         # An object that kept changing under the apply (a room edited meanwhile) is a conflict.
         return ExitCode.CONFLICT if any(o.conflict for o in results.failed) else ExitCode.FAILED
+    if saved is None:
+        settle(args, root)
     return ExitCode.OK
+
+
+def settle(args: argparse.Namespace, root: Path) -> None:
+    """Keep what `plan` prints for this home now, with every input it reads (adapters/settled.py),
+    so the next `plan` with the same inputs answers without reading them again. Made only when
+    that plan changes nothing and read only what stat keys vouch for; a failure keeps nothing (the
+    memo is a shortcut, never needed)."""
+    if not obscache.wanted():
+        return
+    salt = settled.new_salt()
+    errors = io.StringIO()
+    try:
+        with inputtrace.tracing(skip=[HomeLayout(root).state.cache]) as trace:
+            with contextlib.redirect_stderr(MaskedStream(errors)):  # type: ignore[type-var]
+                planned = make_plan(args, yes=False)
+                suspend.refuse_if_suspended(planned.root, force=False, verb="apply", dry_run=True)
+        if trace.tainted or planned.inputs.observed.rooms is not None:
+            return
+        if any(c.action is not Action.NOOP for c in planned.plan.changes):
+            return
+        outputs = {"stderr": errors.getvalue()}
+        for output, view, color in [("json", "default", False), *((("text", v, c) for v in fastplan.VIEWS for c in (False, True)))]:
+            shown = argparse.Namespace(**vars(args))
+            shown.output, shown.color = output, "always" if color else "never"
+            shown.quiet, shown.detail = view == "quiet", view == "detail"
+            buffer = io.StringIO()
+            with contextlib.redirect_stdout(MaskedStream(buffer)):  # type: ignore[type-var]
+                render_plan(planned, shown)
+            outputs[fastplan.output_key(output, view, color)] = buffer.getvalue()
+        records = [(kind, path, r.key, r.digest) for (kind, path), r in trace.records.items()]
+        memo = settled.Settled(
+            params=fastplan.params(args, root),
+            process=settled.process_key(salt),
+            code=settled.code_key(),
+            salt=salt,
+            records=records,
+            outputs=outputs,
+        )
+        settled.save(root, memo)
+    except (ControllerError, OSError):
+        return
 
 
 NOT_APPLIED_LINES = 20

@@ -19,19 +19,12 @@ from controller.diagnostics import Diagnostic, capped, omitted_line
 from controller.engine.applying import ApplyResult, Outcome
 from controller.manifests.validating import ValidationResult
 from controller.redact import Withheld, masked, unforgeable
+from controller.verbs.terminal import use_color as use_color  # the verbs call reporting.use_color
 
 if TYPE_CHECKING:
     from xml.etree.ElementTree import Element
 
 JSON_SCHEMA_VERSION = 1
-
-
-def use_color(stream: TextIO, flag: str = "auto") -> bool:
-    if flag in ("always", "never"):
-        return flag == "always"
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return False
-    return hasattr(stream, "isatty") and stream.isatty()
 
 
 class Palette:

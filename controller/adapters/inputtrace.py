@@ -1,0 +1,347 @@
+"""What a computation read from the file system, so its result can be taken again while that is unchanged.
+
+A build system's dependency tracing (tup, fabricate, Bazel's action keys) applied to one `plan`:
+while a `Trace` is active on a thread, every path that thread looks at is recorded with its stat
+key (device, inode, size, mtime_ns, ctime_ns, mode, uid, gid):
+
+- a file opened (the interpreter's `open` audit event; `os.open` with a folder descriptor is
+  resolved through /proc/self/fd), a SQLite database connected to (`sqlite3.connect`, with its
+  `-wal` file, whose rows a reader sees too);
+- a folder listed (`os.listdir`, `os.scandir`); a path only looked at needs no listing of its
+  folder, as its own key (None when absent) changes when it comes, goes or is replaced;
+- a path stat'ed, followed or not, or tested (`os.stat`, `os.lstat`, `os.access`, `os.readlink`,
+  and so `os.path.exists`, `Path.is_dir`, `shutil.which` ...): these are wrapped while a trace runs.
+
+A path whose mtime or ctime falls within the timestamp granularity of the moment it was recorded
+may change again in the same tick without changing its key (git's racy-clean rule), so such a file
+gets a digest of its bytes and such a folder a digest of its names, taken before the traced code
+reads it; `unchanged` compares them again.
+
+Whatever no stat key can vouch for taints the trace, and a tainted trace is never used: a process
+started, a socket, a signal sent (a liveness probe), a file under /proc, /sys or /dev, a write.
+`expected_process` lets one adapter run a probe whose answer it vouches for with paths it names.
+
+Paths under `skip` (hermes-fleet's own caches, whose hits are vouched for by the stat keys of the
+files they stand for) and the interpreter's own files (imports; the code is keyed separately) are
+not recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+Key = tuple[int, int, int, int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns, mode, uid, gid
+FINE_NS = 20_000_000  # nanosecond timestamps still move by the kernel's clock tick (1-10 ms)
+COARSE_NS = 2_000_000_000  # whole-second timestamps (FAT keeps even seconds)
+DIGEST_LIMIT = 64 * 1024 * 1024  # a racy file larger than this taints the trace (it is not digested)
+MAX_PATHS = 2_000_000  # more than this taints the trace (a memo that large is not worth keeping)
+
+# Kinds of record: "f" a file read (followed), "d" a folder listed (followed), "s" a path stat'ed
+# (followed), "l" a path lstat'ed (not followed).
+FILE, FOLDER, STAT, LSTAT = "f", "d", "s", "l"
+
+_stat, _lstat, _access, _readlink, _open = os.stat, os.lstat, os.access, os.readlink, os.open
+_TAINTING = {
+    "subprocess.Popen": "a process was started",
+    "os.posix_spawn": "a process was started",
+    "os.exec": "a process was started",
+    "os.fork": "a process was started",
+    "os.system": "a process was started",
+    "socket.connect": "a socket was used",
+    "socket.bind": "a socket was used",
+    "socket.sendto": "a socket was used",
+    "os.kill": "a signal was sent",
+    "os.killpg": "a signal was sent",
+    "os.truncate": "a file was written",
+    "os.remove": "a file was written",
+    "os.rename": "a file was written",
+    "os.mkdir": "a file was written",
+    "os.rmdir": "a file was written",
+    "os.symlink": "a file was written",
+    "os.chmod": "a file was written",
+    "os.chown": "a file was written",
+    "os.utime": "a file was written",
+    "os.link": "a file was written",
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def key_of(st: os.stat_result, kind: str = FILE) -> Key:
+    """The stat key; a folder only stat'ed (not listed) by what it is, not by what it holds (its
+    size and times change with every entry made in it, which such a look does not see)."""
+    if kind in (STAT, LSTAT) and stat.S_ISDIR(st.st_mode):
+        return (st.st_dev, st.st_ino, 0, 0, 0, st.st_mode, st.st_uid, st.st_gid)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid)
+
+
+def granularity(now_ns: int) -> int:
+    return COARSE_NS if now_ns % 1_000_000_000 == 0 else FINE_NS
+
+
+def is_racy(key: Key, now_ns: int) -> bool:
+    return max(key[3], key[4]) >= now_ns - granularity(now_ns)
+
+
+@dataclass
+class Record:
+    key: Key | None  # None: absent
+    digest: str = ""  # racy files and folders: of the bytes, of the sorted names
+
+
+@dataclass
+class Trace:
+    """The paths one thread looked at, by (kind, path)."""
+
+    skip: tuple[str, ...] = ()
+    records: dict[tuple[str, str], Record] = field(default_factory=dict)
+    tainted: str = ""
+    thread: int = field(default_factory=threading.get_ident)
+    _busy: bool = False
+    _vouched: int = 0
+
+    def taint(self, why: str) -> None:
+        if not self.tainted:
+            self.tainted = why
+
+    def note(self, kind: str, path: str) -> None:
+        """Record `path` (absolute) as `kind`, and its folder as listed."""
+        if (kind, path) in self.records or self.tainted or self._ignored(path):
+            return
+        if len(self.records) >= MAX_PATHS:
+            self.taint(f"more than {MAX_PATHS} paths were read")
+            return
+        if path.startswith(("/proc/", "/sys/", "/dev/")) or path in ("/proc", "/sys", "/dev"):
+            self.taint(f"{path} was read (it has no stat key that says it is unchanged)")
+            return
+        self.records[(kind, path)] = _take(kind, path)
+        if self.records[(kind, path)].digest == TAINT:
+            self.taint(f"{path} changed while it was read, or cannot be digested")
+
+    def _ignored(self, path: str) -> bool:
+        return path.startswith(self.skip) or path + os.sep in self.skip or path.endswith((".py", ".pyc", ".so")) or path.startswith(_OWN_PREFIXES)
+
+
+TAINT = "taint"
+_OWN_PREFIXES = tuple(sorted({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}))
+
+
+def _take(kind: str, path: str) -> Record:
+    try:
+        st = _lstat(path) if kind == LSTAT else _stat(path)
+    except OSError:
+        return Record(None)
+    key = key_of(st, kind)
+    now = time.time_ns()
+    if kind not in (FILE, FOLDER) or not is_racy(key, now):
+        return Record(key)
+    return Record(key, _digest(kind, path, st))
+
+
+def _digest(kind: str, path: str, st: os.stat_result) -> str:
+    """Of a racy file's bytes or a racy folder's names; TAINT when it cannot be taken."""
+    try:
+        if kind == FOLDER:
+            if not stat.S_ISDIR(st.st_mode):
+                return hashlib.sha256(b"not a folder").hexdigest()
+            names = sorted(os.listdir(path))
+            return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
+        if not stat.S_ISREG(st.st_mode):
+            return hashlib.sha256(f"kind {stat.S_IFMT(st.st_mode)}".encode()).hexdigest()
+        if st.st_size > DIGEST_LIMIT:
+            return TAINT
+        from controller import bounded
+
+        return hashlib.sha256(bounded.read_bytes(path, DIGEST_LIMIT)).hexdigest()
+    except Exception:  # noqa: BLE001 - gone, unreadable, grown: the trace is not kept
+        return TAINT
+
+
+def unchanged(records: Iterable[tuple[str, str, Key | None, str]]) -> bool:
+    """True when every recorded path still has its key (and a racy one its digest)."""
+    for kind, path, key, digest in records:
+        try:
+            now = key_of(_lstat(path) if kind == LSTAT else _stat(path), kind)
+        except OSError:
+            now = None
+        if now != key:
+            return False
+        if digest and (key is None or _digest(kind, path, _stat(path)) != digest):
+            return False
+    return True
+
+
+# --- recording --------------------------------------------------------------------------------------
+
+_active: Trace | None = None
+_hook_installed = False
+_guard = threading.local()
+
+
+@contextlib.contextmanager
+def tracing(skip: Iterable[str] = ()) -> Iterator[Trace]:
+    """Record what this thread reads until the block ends (one trace at a time per process)."""
+    global _active, _hook_installed
+    if _active is not None:
+        raise RuntimeError("a trace is already running")
+    trace = Trace(skip=tuple(os.path.join(os.path.abspath(s), "") for s in skip))
+    if not _hook_installed:
+        sys.addaudithook(_audit)
+        _hook_installed = True
+    _active = trace
+    os.stat, os.lstat, os.access, os.readlink, os.open = _w_stat, _w_lstat, _w_access, _w_readlink, _w_open  # type: ignore[assignment]
+    try:
+        yield trace
+    finally:
+        os.stat, os.lstat, os.access, os.readlink, os.open = _stat, _lstat, _access, _readlink, _open
+        _active = None
+
+
+@contextlib.contextmanager
+def expected_process() -> Iterator[None]:
+    """A child process the caller vouches for (it records the paths its answer depends on with
+    `vouch`): it does not taint the trace."""
+    trace = _current()
+    if trace is not None:
+        trace._vouched += 1
+    try:
+        yield
+    finally:
+        if trace is not None:
+            trace._vouched -= 1
+
+
+def vouch(kind: str, paths: Iterable[str]) -> None:
+    """Record `paths` as inputs of the running trace, if any (an answer that depends on them)."""
+    trace = _current()
+    if trace is not None:
+        for path in paths:
+            trace.note(kind, os.path.abspath(path))
+
+
+def _current() -> Trace | None:
+    trace = _active
+    if trace is None or trace.thread != threading.get_ident() or getattr(_guard, "busy", False):
+        return None
+    return trace
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[Trace | None]:
+    trace = _current()
+    if trace is None:
+        yield None
+        return
+    _guard.busy = True
+    try:
+        yield trace
+    finally:
+        _guard.busy = False
+
+
+def _path_of(value: Any, dir_fd: int | None = None) -> str | None:
+    """The absolute path named by an argument of os.*, or None when it names none (an fd)."""
+    if isinstance(value, int):
+        return None
+    try:
+        path = os.fsdecode(os.fspath(value))
+    except TypeError:
+        return None
+    if dir_fd is not None and not os.path.isabs(path):
+        base = _readlink(f"/proc/self/fd/{dir_fd}")
+        path = os.path.join(base, path)
+    if path.startswith("/proc/self/fd/"):
+        fd, _, rest = path[len("/proc/self/fd/") :].partition("/")
+        if fd.isdigit():
+            path = os.path.join(_readlink(f"/proc/self/fd/{fd}"), rest) if rest else _readlink(f"/proc/self/fd/{fd}")
+    return os.path.normpath(os.path.abspath(path))
+
+
+def _note(kind: str, value: Any, dir_fd: int | None = None) -> None:
+    with _recording() as trace:
+        if trace is None:
+            return
+        try:
+            path = _path_of(value, dir_fd)
+        except OSError:
+            trace.taint("a path was named through a folder descriptor that cannot be resolved")
+            return
+        if path is not None:
+            trace.note(kind, path)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    trace = _current()
+    if trace is None:
+        return
+    if event == "open":
+        if getattr(_guard, "opened_at", False):
+            _guard.opened_at = False  # os.open with a folder descriptor: recorded by _w_open, resolved
+        elif args[2] is not None and isinstance(args[2], int) and args[2] & _WRITE_FLAGS:
+            trace.taint("a file was opened for writing")
+        elif args[1] is not None and isinstance(args[1], str) and set(args[1]) & set("wax+"):
+            trace.taint("a file was opened for writing")
+        else:
+            _note(FILE, args[0])
+    elif event in ("os.listdir", "os.scandir"):
+        if args[0] == "/proc/self/fd" or args[0] == b"/proc/self/fd":
+            return  # this process's own descriptors (adapters/sessions.py checks what SQLite holds)
+        _note(FOLDER, "." if args[0] is None else args[0])
+    elif event == "sqlite3.connect":
+        database = _database_path(args[0])
+        if database is None:
+            trace.taint("a database was opened that is not a file")
+            return
+        _note(FILE, database)
+        _note(STAT, database + "-wal")
+    elif event in _TAINTING and not (trace._vouched and event in ("subprocess.Popen", "os.posix_spawn", "os.fork")):
+        trace.taint(_TAINTING[event])
+
+
+def _database_path(value: Any) -> str | None:
+    """The file of a `sqlite3.connect` argument (a path, or a `file:` URI as `?mode=ro` opens take)."""
+    try:
+        text = os.fsdecode(os.fspath(value))
+    except TypeError:
+        return None
+    if text.startswith("file:"):
+        text = text[len("file:") :].partition("?")[0]
+    return None if text in ("", ":memory:") else text
+
+
+def _w_stat(path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = True) -> os.stat_result:
+    _note(STAT if follow_symlinks else LSTAT, path, dir_fd)
+    return _stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+
+
+def _w_lstat(path: Any, *, dir_fd: int | None = None) -> os.stat_result:
+    _note(LSTAT, path, dir_fd)
+    return _lstat(path, dir_fd=dir_fd)
+
+
+def _w_access(path: Any, mode: int, *, dir_fd: int | None = None, effective_ids: bool = False, follow_symlinks: bool = True) -> bool:
+    _note(STAT if follow_symlinks else LSTAT, path, dir_fd)
+    return _access(path, mode, dir_fd=dir_fd, effective_ids=effective_ids, follow_symlinks=follow_symlinks)
+
+
+def _w_readlink(path: Any, *, dir_fd: int | None = None) -> Any:
+    _note(LSTAT, path, dir_fd)
+    return _readlink(path, dir_fd=dir_fd)
+
+
+def _w_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+    if dir_fd is not None and not flags & _WRITE_FLAGS and _current() is not None:
+        _note(FILE, path, dir_fd)
+        _guard.opened_at = True  # the audit event that follows names the path relative to dir_fd
+    try:
+        return _open(path, flags, mode, dir_fd=dir_fd)
+    finally:
+        _guard.opened_at = False
