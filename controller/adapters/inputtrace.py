@@ -14,8 +14,9 @@ key (device, inode, size, mtime_ns, ctime_ns, mode, uid, gid):
 
 A path whose mtime or ctime falls within the timestamp granularity of the moment it was recorded
 may change again in the same tick without changing its key (git's racy-clean rule), so such a file
-gets a digest of its bytes and such a folder a digest of its names, taken before the traced code
-reads it; `unchanged` compares them again.
+gets a digest of its bytes (read or only looked at: a cache hit vouches for the bytes by the key)
+and such a folder a digest of its names, taken before the traced code reads it; `unchanged`
+compares them again.
 
 Whatever no stat key can vouch for taints the trace, and a tainted trace is never used: a process
 started, a socket, a signal sent (a liveness probe), a file under /proc, /sys or /dev, a write.
@@ -135,13 +136,14 @@ _OWN_PREFIXES = tuple(sorted({os.path.join(p, "") for p in (sys.prefix, sys.base
 
 
 def _take(kind: str, path: str) -> Record:
+    """The key of `path`; with a digest when it is racy: a file's bytes whether it was read or
+    only looked at (a cache hit vouches for its bytes by its key), a listed folder's names."""
     try:
         st = _lstat(path) if kind == LSTAT else _stat(path)
     except OSError:
         return Record(None)
     key = key_of(st, kind)
-    now = time.time_ns()
-    if kind not in (FILE, FOLDER) or not is_racy(key, now):
+    if not is_racy(key, time.time_ns()) or (kind != FOLDER and stat.S_ISDIR(st.st_mode)):
         return Record(key)
     return Record(key, _digest(kind, path, st))
 
@@ -149,6 +151,8 @@ def _take(kind: str, path: str) -> Record:
 def _digest(kind: str, path: str, st: os.stat_result) -> str:
     """Of a racy file's bytes or a racy folder's names; TAINT when it cannot be taken."""
     try:
+        if stat.S_ISLNK(st.st_mode):
+            return hashlib.sha256(b"link:" + os.fsencode(_readlink(path))).hexdigest()
         if kind == FOLDER:
             if not stat.S_ISDIR(st.st_mode):
                 return hashlib.sha256(b"not a folder").hexdigest()
@@ -174,7 +178,7 @@ def unchanged(records: Iterable[tuple[str, str, Key | None, str]]) -> bool:
             now = None
         if now != key:
             return False
-        if digest and (key is None or _digest(kind, path, _stat(path)) != digest):
+        if digest and (key is None or _digest(kind, path, _lstat(path) if kind == LSTAT else _stat(path)) != digest):
             return False
     return True
 
@@ -247,6 +251,10 @@ def _recording() -> Iterator[Trace | None]:
         _guard.busy = False
 
 
+_FDS = "/proc/self/fd/"
+_CONSTANT = frozenset({"/dev/null", "/proc/self/fd"})  # the same whenever read: not inputs
+
+
 def _path_of(value: Any, dir_fd: int | None = None) -> str | None:
     """The absolute path named by an argument of os.*, or None when it names none (an fd)."""
     if isinstance(value, int):
@@ -258,11 +266,14 @@ def _path_of(value: Any, dir_fd: int | None = None) -> str | None:
     if dir_fd is not None and not os.path.isabs(path):
         base = _readlink(f"/proc/self/fd/{dir_fd}")
         path = os.path.join(base, path)
-    if path.startswith("/proc/self/fd/"):
-        fd, _, rest = path[len("/proc/self/fd/") :].partition("/")
+    if path.startswith(_FDS):
+        fd, _, rest = path[len(_FDS) :].partition("/")
+        if not rest:
+            return None  # this process's own descriptor (adapters/sessions.py checks what SQLite holds)
         if fd.isdigit():
-            path = os.path.join(_readlink(f"/proc/self/fd/{fd}"), rest) if rest else _readlink(f"/proc/self/fd/{fd}")
-    return os.path.normpath(os.path.abspath(path))
+            path = os.path.join(_readlink(f"{_FDS}{fd}"), rest)
+    path = os.path.normpath(os.path.abspath(path))
+    return None if path in _CONSTANT else path
 
 
 def _note(kind: str, value: Any, dir_fd: int | None = None) -> None:
@@ -292,8 +303,6 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         else:
             _note(FILE, args[0])
     elif event in ("os.listdir", "os.scandir"):
-        if args[0] == "/proc/self/fd" or args[0] == b"/proc/self/fd":
-            return  # this process's own descriptors (adapters/sessions.py checks what SQLite holds)
         _note(FOLDER, "." if args[0] is None else args[0])
     elif event == "sqlite3.connect":
         database = _database_path(args[0])

@@ -98,7 +98,7 @@ def test_no_module_but_home_spells_a_path_under_the_home() -> None:
 def test_every_state_folder_is_swept_or_said_not_to_be() -> None:
     """A folder added to `.hermes-fleet/` must say how deep the sweep looks in it (or that it is not ours)."""
     files = {StateLayout.APPLY_LOCK, StateLayout.WATCH_LOCK, StateLayout.WATCH_STATUS, StateLayout.SUSPENDED}
-    files |= {StateLayout.PARSE_CACHE, StateLayout.OBSERVATION_CACHE}
+    files |= {StateLayout.PARSE_CACHE, StateLayout.OBSERVATION_CACHE, StateLayout.SETTLED_PLAN}
     files |= {StateLayout.BACKUP_META, StateLayout.BACKUP_TREE}  # inside one backup, not of the state folder
     folders = {v for k, v in vars(StateLayout).items() if k.isupper() and isinstance(v, str)} - files
     assert folders - set(StateLayout.SWEPT) == {StateLayout.GIT, StateLayout.DEMO}  # git's own files; the demo's manifests
