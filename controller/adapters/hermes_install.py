@@ -16,13 +16,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller import bounded
+from controller.adapters import inputtrace
 from controller.adapters.home import ProfileLayout
 from controller.errors import ControllerError, TooLarge
 
 DISTRIBUTION = "hermes-agent"
 ENV_OVERRIDE = "HERMES_FLEET_HERMES_VERSION"
 PROBE_TIMEOUT = 10.0
-_ASK = f"import importlib.metadata as m; print(m.version({DISTRIBUTION!r}))"
+# The version, and the folder of its metadata: the answer is the same while that folder and the
+# folder that holds it are (a trace of this probe records them: adapters/inputtrace.py).
+_ASK = f"import importlib.metadata as m; d = m.distribution({DISTRIBUTION!r}); print(d.version); print(getattr(d, '_path', ''))"
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,17 @@ def detect(explicit: str | None = None) -> Detected:
     if python is None:
         return Detected(None, f"{hermes} is not a Python entry point")
     try:
-        out = subprocess.run([python, "-c", _ASK], capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False)
+        with inputtrace.expected_process():
+            out = subprocess.run([python, "-c", _ASK], capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
+        inputtrace.taint("the Hermes version could not be asked")
         return Detected(None, f"cannot ask {python}: {exc}")
-    version = out.stdout.strip()
+    version, _, metadata = out.stdout.strip().partition("\n")
+    if out.returncode != 0 or not os.path.isabs(metadata):
+        inputtrace.taint("the Hermes version probe named no metadata folder")
+    else:
+        inputtrace.vouch(inputtrace.STAT, [python])
+        inputtrace.vouch(inputtrace.FOLDER, [metadata, os.path.dirname(metadata)])
     return (
         Detected(version, f"PATH: {hermes}")
         if out.returncode == 0 and version

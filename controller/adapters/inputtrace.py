@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import stat
 import sys
 import threading
@@ -113,9 +114,10 @@ class Trace:
         if not self.tainted:
             self.tainted = why
 
-    def note(self, kind: str, path: str) -> None:
-        """Record `path` (absolute) as `kind`, and its folder as listed."""
-        if (kind, path) in self.records or self.tainted or self._ignored(path):
+    def note(self, kind: str, path: str, seen: os.stat_result | bool | None = True) -> None:
+        """Record `path` (absolute) as `kind`: by what the traced code was given (`seen`, a stat
+        result or None for absent), else stat'ed here."""
+        if (kind, path) in self.records or self.tainted or path in _CONSTANT or self._ignored(path):
             return
         if len(self.records) >= MAX_PATHS:
             self.taint(f"more than {MAX_PATHS} paths were read")
@@ -123,23 +125,30 @@ class Trace:
         if path.startswith(("/proc/", "/sys/", "/dev/")) or path in ("/proc", "/sys", "/dev"):
             self.taint(f"{path} was read (it has no stat key that says it is unchanged)")
             return
-        self.records[(kind, path)] = _take(kind, path)
+        self.records[(kind, path)] = _take(kind, path, seen)
         if self.records[(kind, path)].digest == TAINT:
             self.taint(f"{path} changed while it was read, or cannot be digested")
 
     def _ignored(self, path: str) -> bool:
-        return path.startswith(self.skip) or path + os.sep in self.skip or path.endswith((".py", ".pyc", ".so")) or path.startswith(_OWN_PREFIXES)
+        return (
+            path.startswith(self.skip)
+            or path + os.sep in self.skip
+            or path.endswith((".py", ".pyc", ".so"))
+            or path.startswith(_OWN_PREFIXES)
+        )
 
 
 TAINT = "taint"
 _OWN_PREFIXES = tuple(sorted({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}))
 
 
-def _take(kind: str, path: str) -> Record:
+def _take(kind: str, path: str, seen: os.stat_result | bool | None = True) -> Record:
     """The key of `path`; with a digest when it is racy: a file's bytes whether it was read or
     only looked at (a cache hit vouches for its bytes by its key), a listed folder's names."""
+    if seen is None:
+        return Record(None)
     try:
-        st = _lstat(path) if kind == LSTAT else _stat(path)
+        st = seen if isinstance(seen, os.stat_result) else _lstat(path) if kind == LSTAT else _stat(path)
     except OSError:
         return Record(None)
     key = key_of(st, kind)
@@ -165,7 +174,7 @@ def _digest(kind: str, path: str, st: os.stat_result) -> str:
         from controller import bounded
 
         return hashlib.sha256(bounded.read_bytes(path, DIGEST_LIMIT)).hexdigest()
-    except Exception:  # noqa: BLE001 - gone, unreadable, grown: the trace is not kept
+    except Exception:  # gone, unreadable, grown: the trace is not kept
         return TAINT
 
 
@@ -201,7 +210,7 @@ def tracing(skip: Iterable[str] = ()) -> Iterator[Trace]:
         sys.addaudithook(_audit)
         _hook_installed = True
     _active = trace
-    os.stat, os.lstat, os.access, os.readlink, os.open = _w_stat, _w_lstat, _w_access, _w_readlink, _w_open  # type: ignore[assignment]
+    os.stat, os.lstat, os.access, os.readlink, os.open = _w_stat, _w_lstat, _w_access, _w_readlink, _w_open
     try:
         yield trace
     finally:
@@ -223,6 +232,13 @@ def expected_process() -> Iterator[None]:
             trace._vouched -= 1
 
 
+def taint(why: str) -> None:
+    """Mark the running trace, if any, as not to be used (an answer no path vouches for)."""
+    trace = _current()
+    if trace is not None:
+        trace.taint(why)
+
+
 def vouch(kind: str, paths: Iterable[str]) -> None:
     """Record `paths` as inputs of the running trace, if any (an answer that depends on them)."""
     trace = _current()
@@ -238,20 +254,10 @@ def _current() -> Trace | None:
     return trace
 
 
-@contextlib.contextmanager
-def _recording() -> Iterator[Trace | None]:
-    trace = _current()
-    if trace is None:
-        yield None
-        return
-    _guard.busy = True
-    try:
-        yield trace
-    finally:
-        _guard.busy = False
-
-
 _FDS = "/proc/self/fd/"
+# An absolute path in normal form (no "." or ".." part, no "//"), not one through a descriptor.
+_PLAIN = re.compile(r"/(?!proc/self/fd/)(?:(?!\.\.?(?:/|\Z))[^/]+/)*(?!\.\.?\Z)[^/]+\Z")
+
 _CONSTANT = frozenset({"/dev/null", "/proc/self/fd"})  # the same whenever read: not inputs
 
 
@@ -272,21 +278,25 @@ def _path_of(value: Any, dir_fd: int | None = None) -> str | None:
             return None  # this process's own descriptor (adapters/sessions.py checks what SQLite holds)
         if fd.isdigit():
             path = os.path.join(_readlink(f"{_FDS}{fd}"), rest)
-    path = os.path.normpath(os.path.abspath(path))
-    return None if path in _CONSTANT else path
+    return os.path.normpath(os.path.abspath(path))
 
 
-def _note(kind: str, value: Any, dir_fd: int | None = None) -> None:
-    with _recording() as trace:
-        if trace is None:
-            return
-        try:
+def _note(kind: str, value: Any, dir_fd: int | None = None, seen: os.stat_result | bool | None = True) -> None:
+    trace = _current()
+    if trace is None:
+        return
+    _guard.busy = True  # what is done here is not recorded
+    try:
+        if dir_fd is None and type(value) is str and _PLAIN.match(value):
+            path: str | None = value  # the common case: an absolute path already in normal form
+        else:
             path = _path_of(value, dir_fd)
-        except OSError:
-            trace.taint("a path was named through a folder descriptor that cannot be resolved")
-            return
         if path is not None:
-            trace.note(kind, path)
+            trace.note(kind, path, seen)
+    except OSError:
+        trace.taint("a path was named through a folder descriptor that cannot be resolved")
+    finally:
+        _guard.busy = False
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
@@ -296,9 +306,7 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "open":
         if getattr(_guard, "opened_at", False):
             _guard.opened_at = False  # os.open with a folder descriptor: recorded by _w_open, resolved
-        elif args[2] is not None and isinstance(args[2], int) and args[2] & _WRITE_FLAGS:
-            trace.taint("a file was opened for writing")
-        elif args[1] is not None and isinstance(args[1], str) and set(args[1]) & set("wax+"):
+        elif _writes(args[1], args[2]):
             trace.taint("a file was opened for writing")
         else:
             _note(FILE, args[0])
@@ -315,6 +323,11 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         trace.taint(_TAINTING[event])
 
 
+def _writes(mode: Any, flags: Any) -> bool:
+    """Whether an `open` event's mode (io.open) or flags (os.open) can write."""
+    return (isinstance(flags, int) and bool(flags & _WRITE_FLAGS)) or (isinstance(mode, str) and bool(set(mode) & set("wax+")))
+
+
 def _database_path(value: Any) -> str | None:
     """The file of a `sqlite3.connect` argument (a path, or a `file:` URI as `?mode=ro` opens take)."""
     try:
@@ -327,16 +340,26 @@ def _database_path(value: Any) -> str | None:
 
 
 def _w_stat(path: Any, *, dir_fd: int | None = None, follow_symlinks: bool = True) -> os.stat_result:
-    _note(STAT if follow_symlinks else LSTAT, path, dir_fd)
-    return _stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+    kind = STAT if follow_symlinks else LSTAT
+    try:
+        st = _stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+    except (FileNotFoundError, NotADirectoryError):
+        _note(kind, path, dir_fd, None)
+        raise
+    except OSError:
+        _note(kind, path, dir_fd)
+        raise
+    _note(kind, path, dir_fd, st)
+    return st
 
 
 def _w_lstat(path: Any, *, dir_fd: int | None = None) -> os.stat_result:
-    _note(LSTAT, path, dir_fd)
-    return _lstat(path, dir_fd=dir_fd)
+    return _w_stat(path, dir_fd=dir_fd, follow_symlinks=False)
 
 
-def _w_access(path: Any, mode: int, *, dir_fd: int | None = None, effective_ids: bool = False, follow_symlinks: bool = True) -> bool:
+def _w_access(
+    path: Any, mode: int, *, dir_fd: int | None = None, effective_ids: bool = False, follow_symlinks: bool = True
+) -> bool:
     _note(STAT if follow_symlinks else LSTAT, path, dir_fd)
     return _access(path, mode, dir_fd=dir_fd, effective_ids=effective_ids, follow_symlinks=follow_symlinks)
 

@@ -126,7 +126,7 @@ def load(root: Path) -> Settled | None:
     try:
         check_state_path(root, path)
         data = json.loads(bounded.read_bytes(path, MAX_BYTES))
-    except Exception:  # noqa: BLE001 - absent, a link, a FIFO, too big, not JSON: plan in full
+    except Exception:  # absent, a link, a FIFO, too big, not JSON: plan in full
         return None
     if not isinstance(data, dict) or data.get("kind") != KIND or data.get("version") != VERSION:
         return None

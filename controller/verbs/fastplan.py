@@ -72,4 +72,3 @@ def answer(args: argparse.Namespace) -> int | None:
     if args.output == "json":
         args.report_written = True
     return 0
-

@@ -61,9 +61,15 @@ def view(plan: Plan, args: argparse.Namespace, *, group: bool = False) -> str:
 
 
 def render_plan(
-    planned: Planned, args: argparse.Namespace, *, results: ApplyResult | None = None, kind: str = "plan", group: bool = False
+    planned: Planned,
+    args: argparse.Namespace,
+    *,
+    results: ApplyResult | None = None,
+    kind: str = "plan",
+    group: bool = False,
+    found: plan_insights.Insights | None = None,
 ) -> None:
-    found = plan_insights.insights(planned.inputs, planned.plan)
+    found = plan_insights.insights(planned.inputs, planned.plan) if found is None else found
     if args.output == "json":
         reporting.write(reporting.plan_json(planned.plan, home=str(planned.root), results=results, kind=kind, insights=found))
         common.wrote_report(args)
@@ -258,43 +264,50 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def settle(args: argparse.Namespace, root: Path) -> None:
     """Keep what `plan` prints for this home now, with every input it reads (adapters/settled.py),
-    so the next `plan` with the same inputs answers without reading them again. Made only when
-    that plan changes nothing and read only what stat keys vouch for; a failure keeps nothing (the
-    memo is a shortcut, never needed)."""
+    so the next `plan` with the same inputs answers without reading them again. Kept only when
+    that plan changes nothing and read only what stat keys vouch for. A write that fails is the
+    apply's error, as the observation cache's (docs/performance.md#the-settled-plan)."""
     if not obscache.wanted():
         return
     salt = settled.new_salt()
     errors = io.StringIO()
     try:
-        with inputtrace.tracing(skip=[HomeLayout(root).state.cache]) as trace:
-            with contextlib.redirect_stderr(MaskedStream(errors)):  # type: ignore[type-var]
-                planned = make_plan(args, yes=False)
-                suspend.refuse_if_suspended(planned.root, force=False, verb="apply", dry_run=True)
-        if trace.tainted or planned.inputs.observed.rooms is not None:
-            return
-        if any(c.action is not Action.NOOP for c in planned.plan.changes):
-            return
-        outputs = {"stderr": errors.getvalue()}
-        for output, view, color in [("json", "default", False), *((("text", v, c) for v in fastplan.VIEWS for c in (False, True)))]:
-            shown = argparse.Namespace(**vars(args))
-            shown.output, shown.color = output, "always" if color else "never"
-            shown.quiet, shown.detail = view == "quiet", view == "detail"
-            buffer = io.StringIO()
-            with contextlib.redirect_stdout(MaskedStream(buffer)):  # type: ignore[type-var]
-                render_plan(planned, shown)
-            outputs[fastplan.output_key(output, view, color)] = buffer.getvalue()
-        records = [(kind, path, r.key, r.digest) for (kind, path), r in trace.records.items()]
-        memo = settled.Settled(
-            params=fastplan.params(args, root),
-            process=settled.process_key(salt),
-            code=settled.code_key(),
-            salt=salt,
-            records=records,
-            outputs=outputs,
-        )
-        settled.save(root, memo)
-    except (ControllerError, OSError):
+        cache = str(HomeLayout(root).state.cache)
+        with inputtrace.tracing(skip=[cache]) as trace, contextlib.redirect_stderr(MaskedStream(errors)):
+            planned = make_plan(args, yes=False)
+            suspend.refuse_if_suspended(planned.root, force=False, verb="apply", dry_run=True)
+    except ControllerError:
+        return  # what the apply itself did not run into (the gateway went away): plan in full next time
+    if trace.tainted or planned.inputs.observed.rooms is not None:
         return
+    if any(c.action is not Action.NOOP for c in planned.plan.changes):
+        return
+    records = [(kind, path, r.key, r.digest) for (kind, path), r in trace.records.items()]
+    memo = settled.Settled(
+        params=fastplan.params(args, root),
+        process=settled.process_key(salt),
+        code=settled.code_key(),
+        salt=salt,
+        records=records,
+        outputs={"stderr": errors.getvalue(), **settled_outputs(planned, args)},
+    )
+    settled.save(root, memo)
+
+
+def settled_outputs(planned: Planned, args: argparse.Namespace) -> dict[str, str]:
+    """What `plan` prints for `planned`: -o json, and the text of each view in and out of colour."""
+    outputs = {}
+    found = plan_insights.insights(planned.inputs, planned.plan)
+    texts = [("text", view, color) for view in fastplan.VIEWS for color in (False, True)]
+    for output, view, color in [("json", "default", False), *texts]:
+        shown = argparse.Namespace(**vars(args))
+        shown.output, shown.color = output, "always" if color else "never"
+        shown.quiet, shown.detail = view == "quiet", view == "detail"
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(MaskedStream(buffer)):
+            render_plan(planned, shown, found=found)
+        outputs[fastplan.output_key(output, view, color)] = buffer.getvalue()
+    return outputs
 
 
 NOT_APPLIED_LINES = 20

@@ -7,7 +7,6 @@ module: plans carry `redact.SECRET` for them, and every value shown passes `reda
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Iterable, Iterator

@@ -138,7 +138,11 @@ def test_an_edit_in_the_tick_of_the_memo_is_caught_by_its_digest(settled_home: P
     assert records and all(r[3] for r in records), "a racy file carries a digest"
     config.write_text(config.read_text().replace("max_turns: 12", "max_turns: 13"))
     os.utime(config, ns=(ahead, ahead))
-    forged = [(k, p, inputtrace.key_of(config.lstat() if k == inputtrace.LSTAT else config.stat(), k) if p == str(config) else key, d) for k, p, key, d in memo.records]
+
+    def now(kind: str) -> inputtrace.Key:
+        return inputtrace.key_of(config.lstat() if kind == inputtrace.LSTAT else config.stat(), kind)
+
+    forged = [(k, p, now(k) if p == str(config) else key, d) for k, p, key, d in memo.records]
     settled.save(home, settled.Settled(memo.params, memo.process, memo.code, memo.salt, forged, memo.outputs))
     assert not replayed(settled_home, home)
     assert "bot/alpha" in changes(settled_home, home)
@@ -153,7 +157,9 @@ def test_a_changed_environment_or_argument_plans_in_full(settled_home: Path, hom
     assert "bot/alpha" in changes(settled_home, home)
 
 
-def test_no_cache_and_the_environment_switch_plan_in_full(settled_home: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_cache_and_the_environment_switch_plan_in_full(
+    settled_home: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert not replayed(settled_home, home, "--no-cache")
     monkeypatch.setenv("HERMES_FLEET_NO_CACHE", "1")
     assert not replayed(settled_home, home)
@@ -220,3 +226,31 @@ def test_a_trace_records_reads_listings_and_looks_and_is_tainted_by_a_process(tm
     assert trace.tainted == "a process was started"
     assert os.stat is inputtrace._stat, "the wrappers are gone after the trace"
 
+
+def test_hermes_on_path_is_asked_once_and_vouched_for_by_its_metadata_folder(
+    home: Path, manifests: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the real hermes 0.19.0 on PATH its version is asked of its Python (a child process);
+    the settled plan is still kept, keyed by the interpreter and the folder of hermes-agent's
+    metadata that the probe names, and a different `hermes` on PATH plans in full."""
+    from tests.hermes_support import require_hermes
+
+    real = require_hermes()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hermes").symlink_to(real)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    manifest = write_fleet(manifests, [BOT])
+    assert apply(manifest, home).code == 0
+    time.sleep(0.05)
+    assert apply(manifest, home).code == 0
+    memo = settled.load(home)
+    assert memo is not None, "the probe is vouched for: the plan is kept"
+    folders = {p for k, p, _, _ in memo.records if k == inputtrace.FOLDER}
+    assert any(p.endswith(".dist-info") and "hermes_agent-0.19.0" in p for p in folders), folders
+    assert replayed(manifest, home)
+    assert "Hermes version unknown" not in plan(manifest, home).out
+    (bin_dir / "hermes").unlink()
+    (bin_dir / "hermes").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "hermes").chmod(0o755)
+    assert not replayed(manifest, home)
