@@ -269,6 +269,8 @@ def _path_of(value: Any, dir_fd: int | None = None) -> str | None:
         path = os.fsdecode(os.fspath(value))
     except TypeError:
         return None
+    if not path:
+        return None  # "" names no file (a stat of it always fails), not the working folder
     if dir_fd is not None and not os.path.isabs(path):
         base = _readlink(f"/proc/self/fd/{dir_fd}")
         path = os.path.join(base, path)

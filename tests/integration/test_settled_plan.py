@@ -214,6 +214,8 @@ def test_a_trace_records_reads_listings_and_looks_and_is_tainted_by_a_process(tm
         (tmp_path / "a.txt").read_text()
         os.listdir(tmp_path)
         (tmp_path / "absent").exists()
+        os.path.exists("")  # names no file: not the working folder
+    assert ("s", os.getcwd()) not in trace.records
     kinds = {(k, Path(p).name) for k, p in trace.records}
     assert {("f", "a.txt"), ("d", tmp_path.name), ("s", "absent")} <= kinds
     assert not trace.tainted
