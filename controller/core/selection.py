@@ -1,4 +1,5 @@
-"""Selectors on plan and apply: `--bot NAME` (repeatable) and `-l key=value` (labels), pure.
+"""Selectors on plan, apply, status and watch: `--bot NAME` (repeatable) and `-l key=value`
+(labels), pure.
 
 A selection keeps the plan's objects of the chosen bots (the bot and its routines) and nothing
 else: the install-wide settings and rooms are planned only by a run without a selector, and no bot
@@ -8,6 +9,7 @@ together ANDed (as kubectl's selectors). A bot gone from the manifests has no la
 
 The planner judges the selected part alone (core/planning): the prune guard counts the selected
 deletions, the @-tag guard sees only them go, and the notes speak of the selected bots only.
+`status` and `watch` narrow what they show and check by the same scope (`key_in_scope`).
 """
 
 from __future__ import annotations
