@@ -246,24 +246,14 @@ def _add_converge_args(p: argparse.ArgumentParser) -> None:
     _add_selector_args(p)
 
 
-def _add_selector_args(p: argparse.ArgumentParser) -> None:
+BOT_HELP = "only this bot and its routines (repeatable); install-wide settings and rooms are left out"
+LABEL_HELP = "only bots with these labels (repeatable, or key=value,key2=value2: all must match)"
+
+
+def _add_selector_args(p: argparse.ArgumentParser, bot_help: str = BOT_HELP, label_help: str = LABEL_HELP) -> None:
     """--bot and -l: only these bots' objects (docs/cli.md#selectors)."""
-    bot = p.add_argument(
-        "--bot",
-        action="append",
-        dest="bots",
-        metavar="NAME",
-        help="only this bot and its routines (repeatable); install-wide settings and rooms are left out",
-    )
-    _names(bot, "bot")
-    p.add_argument(
-        "-l",
-        "--selector",
-        action="append",
-        dest="labels",
-        metavar="KEY=VALUE",
-        help="only bots with these labels (repeatable, or key=value,key2=value2: all must match)",
-    )
+    _names(p.add_argument("--bot", action="append", dest="bots", metavar="NAME", help=bot_help), "bot")
+    p.add_argument("-l", "--selector", action="append", dest="labels", metavar="KEY=VALUE", help=label_help)
 
 
 def _add_view_args(p: argparse.ArgumentParser) -> None:
@@ -338,6 +328,7 @@ def setup_status(p: argparse.ArgumentParser) -> None:
     )
     _add_recursive_arg(p)
     p.add_argument("-o", "--output", choices=OUTPUTS_PLAN, default="text")
+    _add_selector_args(p, label_help=LABEL_HELP + "; needs -f (labels are in the manifests)")
     _add_gateway_args(p)
     _add_no_cache_arg(p)
 
@@ -406,6 +397,11 @@ def setup_watch(p: argparse.ArgumentParser) -> None:
         default=300.0,
         metavar="DURATION",
         help="reconcile (and fetch) every DURATION (30s, 5m, 1h or seconds), with 10%% jitter (default 5m)",
+    )
+    _add_selector_args(
+        p,
+        "converge and report on only this bot and its routines (repeatable); install-wide settings and rooms are left out",
+        "converge and report on only the bots with these labels (repeatable, or key=value,key2=value2: all must match)",
     )
     p.add_argument("--self-heal", action="store_true", help="correct drift (default: report it)")
     p.add_argument("--prune", action="store_true", help="delete owned objects gone from the manifests (as apply --prune)")

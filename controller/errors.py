@@ -86,6 +86,11 @@ class UsageError(ControllerError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class UnknownBot(UsageError):
+    """A `--bot NAME` selector names no bot of the fleet (docs/cli.md#selectors): a typo would select
+    nothing and read as "no changes". `watch` stalls on it until the source or the command changes."""
+
+
 class ScheduleError(ControllerError):
     """A routine schedule Hermes would refuse; the message quotes Hermes' own wording."""
 

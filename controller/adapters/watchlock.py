@@ -1,4 +1,4 @@
-"""The reconciler's lifetime lock: one `hermes-fleet watch` per home (docs/watch.md).
+"""The reconciler's lifetime lock: one `hermes-fleet watch` per home, whatever its selection (docs/watch.md).
 
 An exclusive, non-blocking `flock` on `<root>/.hermes-fleet/watch.lock` holding the holder's PID;
 a second reconciler exits 3 (conflict) at once, naming it. The kernel drops the lock when the
@@ -32,7 +32,8 @@ def reconciler_lock(root: Path) -> Iterator[None]:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
             raise ConflictError(
                 f"another hermes-fleet watch is running on {root} (pid {holder})",
-                hint="stop it first; two reconcilers on one home would fight",
+                hint="stop it first; two reconcilers on one home would fight (one watch per home, even with disjoint "
+                "--bot/-l selections: give that one watch every bot it should converge)",
             ) from None
         with fsio.mapped("write the lock file", path):
             os.ftruncate(fd, 0)

@@ -1,4 +1,5 @@
-"""Selectors on plan and apply: `--bot NAME` (repeatable) and `-l key=value` (labels), pure.
+"""Selectors on plan, apply, status and watch: `--bot NAME` (repeatable) and `-l key=value`
+(labels), pure.
 
 A selection keeps the plan's objects of the chosen bots (the bot and its routines) and nothing
 else: the install-wide settings and rooms are planned only by a run without a selector, and no bot
@@ -8,6 +9,7 @@ together ANDed (as kubectl's selectors). A bot gone from the manifests has no la
 
 The planner judges the selected part alone (core/planning): the prune guard counts the selected
 deletions, the @-tag guard sees only them go, and the notes speak of the selected bots only.
+`status` and `watch` narrow what they show and check by the same scope (`key_in_scope`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from controller.core.types import Kind, ObjectChange, Plan
+from controller.errors import UnknownBot
 from controller.manifests.desired import DesiredState
 
 Scope = frozenset[str] | None  # the chosen bots; None: the whole plan (no selector)
@@ -48,6 +51,9 @@ class Selection:
         return self.chosen(state) if self else None
 
 
+EVERY_BOT = Selection()  # no selector: the whole plan
+
+
 def unknown(selection: Selection, known: Iterable[str]) -> list[str]:
     """`--bot` names that are no bot of this fleet (`known`: the manifests' and the inventory's),
     each with a did-you-mean when one is close."""
@@ -57,6 +63,34 @@ def unknown(selection: Selection, known: Iterable[str]) -> list[str]:
         guess = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
         out.append(f"{name!r} (did you mean {guess[0]!r}?)" if guess else repr(name))
     return out
+
+
+def check_known(selection: Selection, known: Iterable[str], *, owner: str, where: str) -> None:
+    """Refuse (UnknownBot, exit 2) the `--bot` names that are none of `known` (the bots of `owner`,
+    e.g. "fleet 'acme'", found `where`), with a did-you-mean and the bots there are."""
+    names = sorted(set(known))
+    missing = unknown(selection, names)
+    if missing:
+        listed = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        raise UnknownBot(
+            f"--bot {', '.join(missing)}: no bot of {owner} has that name, {where}",
+            hint=f"its bots: {listed}" if names else "the fleet has no bot yet",
+        )
+
+
+def owner_of(key: str) -> str | None:
+    """The bot an object key (`bot/a`, `routine/a/daily`: the inventory's, a drift list's) belongs
+    to; None for the install-wide settings (`install/...`) and rooms."""
+    kind, _, name = key.partition("/")
+    if kind == Kind.BOT:
+        return name
+    if kind == Kind.ROUTINE:
+        return name.partition("/")[0]
+    return None
+
+
+def key_in_scope(key: str, scope: Scope) -> bool:
+    return scope is None or owner_of(key) in scope
 
 
 def in_scope(change: ObjectChange, scope: Scope) -> bool:

@@ -16,7 +16,9 @@ from typing import Any, Protocol, TypedDict
 
 from controller.codes import Trigger as Trigger  # re-exported: the loop names it policy.Trigger
 from controller.codes import WatchResult as R
+from controller.core.selection import EVERY_BOT, Selection
 from controller.core.types import WRITING_ACTIONS, Kind, Plan, RunResult
+from controller.errors import ConflictError, ControllerError, LockHeld, UnknownBot
 
 RESULTS = tuple(R)
 GOOD_RESULTS = (R.APPLIED, R.IN_SYNC, R.DRIFT)  # the revision is applied (drift: a hand edit since)
@@ -42,6 +44,7 @@ class Options:
     rooms: bool = True  # False: --no-rooms, rooms are left out (the gateway is not asked, no room changes)
     pass_deadline: float = 600.0  # a pass running longer makes /healthz unhealthy (docs/watch.md)
     full_every: int = 10  # read the home in full every N passes (engine/observecache.py); 0: never
+    selection: Selection = EVERY_BOT  # --bot/-l: only these bots are converged and reported (docs/watch.md#selectors)
 
 
 class Where(TypedDict):
@@ -106,13 +109,17 @@ def is_stalled(state: LoopState, revision: str) -> bool:
 # --- apply or report ------------------------------------------------------------------------------
 
 
-def must_apply(last_apply: Mapping[str, Any], digest: str, *, self_heal: bool, suspension: str | None) -> bool:
+def must_apply(
+    last_apply: Mapping[str, Any], digest: str, *, self_heal: bool, suspension: str | None, selection: str = ""
+) -> bool:
     """Apply without looking: --self-heal, manifests changed since the last apply (this machine's
-    slice: its digest), or that apply did not finish. Never while the home is suspended
-    (`suspension`: who suspended it, when and why, in words)."""
+    slice: its digest), that apply did not finish, or it was for other bots (`selection`: this
+    reconciler's, as described; a run without one covers every bot). Never while the home is
+    suspended (`suspension`: who suspended it, when and why, in words)."""
     if suspension is not None:
         return False
-    return self_heal or last_apply.get("digest") != digest or last_apply.get("result") != RunResult.OK
+    covered = last_apply.get("selection", "") in ("", selection)
+    return self_heal or last_apply.get("digest") != digest or last_apply.get("result") != RunResult.OK or not covered
 
 
 def revision_moved(last_apply: Mapping[str, Any], revision: str) -> bool:
@@ -194,6 +201,18 @@ def routine_health(plan: Plan, jobs: Mapping[str, Sequence[Mapping[str, Any]]]) 
 
 
 # --- after the pass -------------------------------------------------------------------------------
+
+
+def failed_pass(exc: ControllerError) -> tuple[R, Effect]:
+    """What an error that ended a pass makes of it: another run holds the lock (busy, retried); a
+    `--bot` the fleet has no bot of, or a conflict (stalled until the source changes); else partial."""
+    if isinstance(exc, LockHeld):
+        return R.BUSY, Effect.KEEP
+    if isinstance(exc, UnknownBot):
+        return R.STALLED, Effect.STALL
+    if isinstance(exc, ConflictError):
+        return R.CONFLICT, Effect.STALL
+    return R.PARTIAL, Effect.KEEP
 
 
 def after_pass(state: LoopState, run: Run, effect: Effect) -> LoopState:

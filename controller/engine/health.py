@@ -30,12 +30,14 @@ def check(
     reads: observing.HomeReads | None = None,
     hermes_version: str | None = None,
     kept: dict[str, tuple[object, health.BotRuntime]] | None = None,
+    only: frozenset[str] | None = None,
 ) -> health.Health:
     """The runtime health of a fleet's bots; `reads`: what the caller read of the home already.
 
     `hermes_version` (detected when not given) tells whether a multiplexing root gateway ticks the
     stores of the profiles it serves (docs/hermes/cron.md#scheduler). `kept`: a watch loop's
-    runtimes of the previous check, updated here (see _kept)."""
+    runtimes of the previous check, updated here (see _kept). `only`: these bots alone (a selection:
+    the others are not read)."""
     inventory = inventory or records.load(root, fleet)
     reads = reads or observing.HomeReads(root)
     routines: dict[str, list[tuple[str, str]]] = {}
@@ -50,6 +52,8 @@ def check(
     if kept is not None:
         kept.clear()
     for name in sorted(set(inventory.owned_bots()) | set(routines)):
+        if only is not None and name not in only:
+            continue
         owned = sorted(routines.get(name, []))
         what = (owned, root_gateway, root_stored, multiplexer_ticks)
         bot = _kept(held.get(name), what, reads.cache, name)

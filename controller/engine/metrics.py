@@ -20,13 +20,14 @@ class Metrics:
     `last_status`, docs/hermes/cron.md#job-record, as read by the last run).
     """
 
-    def __init__(self, host: str, interval: float = 0.0) -> None:
+    def __init__(self, host: str, interval: float = 0.0, selection: str = "") -> None:
         from prometheus_client import CollectorRegistry
 
         self.lock = threading.Lock()
         self.host = host
         self.fleet = ""
         self.interval = interval
+        self.selection = selection  # --bot/-l as given: the per-bot series are of these bots only
         self.runs: dict[str, int] = dict.fromkeys(RESULTS, 0)
         self.last_success = 0.0
         self.last_run_at = 0.0
@@ -135,6 +136,11 @@ class Metrics:
             if self.revision:
                 info = InfoMetricFamily("hermes_fleet_revision", "The last revision applied or found in sync.", labels=names)
                 info.add_metric(base, {"revision": self.revision})
+                yield info
+            if self.selection:
+                doc = "The reconciler's selectors (--bot, -l): it converges and reports on these bots only."
+                info = InfoMetricFamily("hermes_fleet_selection", doc, labels=names)
+                info.add_metric(base, {"selection": self.selection})
                 yield info
             if self.health is not None:
                 yield from _health_families(self.health, names, base)

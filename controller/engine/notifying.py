@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,6 +60,15 @@ def event(
         host=host,
         id=uuid.uuid4().hex,
     )
+
+
+def selected(found: webhooks.Event, selection: str) -> webhooks.Event:
+    """An event of a reconciler with a selection (`--bot b -l team=ops`, as given) says so: in its
+    summary (every format shows that) and as `details.selection`."""
+    if not selection:
+        return found
+    details = {**found.details, "selection": selection}
+    return replace(found, summary=f"{found.summary} (selection {selection})", details=details)
 
 
 def host_name(host: str | None) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from controller.adapters import obscache
 from controller.core import health as health_core
 from controller.core import watching as policy
+from controller.core.selection import EVERY_BOT, Scope, Selection
 from controller.core.types import Options, Plan
 from controller.engine import health, manifestmemo, observing, reconciling, records
 from controller.manifests import loading
@@ -26,12 +27,22 @@ from controller.manifests.desired import DesiredState
 
 
 class PassMemo:
-    def __init__(self) -> None:
+    """`selection`: the reconciler's --bot/-l; its plans and health checks are of the chosen bots
+    (`select`, once per pass, from that pass's manifests: labels may move a bot in or out)."""
+
+    def __init__(self, selection: Selection = EVERY_BOT) -> None:
+        self.selection = selection
+        self.scope: Scope = None  # the chosen bots of the last pass's manifests; None: every bot
         self.manifests = manifestmemo.ManifestMemo()  # validated again when the source changes
         self.inventories = records.InventoryMemo()  # read again when its file's stat key moves
         self.plans = reconciling.PlanMemo()  # the last no-op plan, while its inputs are the same
         self.runtimes: dict[str, tuple[object, health_core.BotRuntime]] = {}  # health.check(kept=)
         self._routines: tuple[Plan, dict[tuple[str, str], bool]] | None = None
+
+    def select(self, state: DesiredState) -> list[str]:
+        """The bots this reconciler converges and reports on, of these manifests."""
+        self.scope = self.selection.scope(state)
+        return sorted(state.bots if self.scope is None else self.scope & set(state.bots))
 
     def routine_health(self, planned: reconciling.Planned) -> dict[tuple[str, str], bool]:
         """policy.routine_health, once per plan: the plan memo gives the same Plan again only for
@@ -50,10 +61,13 @@ class PassMemo:
     ) -> reconciling.Planned:
         """reconciling.plan_home through the kept inventory and plan."""
         inventory = self.inventories.load(root, state.fleet)
-        return reconciling.plan_home(root, state, files, options=options, cache=cache, inventory=inventory, memo=self.plans)
+        return reconciling.plan_home(
+            root, state, files, options=options, cache=cache, inventory=inventory, memo=self.plans, selection=self.selection
+        )
 
     def health(self, root: Path, fleet: str, cache: obscache.ObservationCache) -> health_core.Health:
         """health.check through the kept inventory and runtimes, reading the home through `cache`."""
         inventory = self.inventories.load(root, fleet)
         with loading.gc_paused():  # see the module's docstring
-            return health.check(root, fleet, inventory=inventory, reads=observing.HomeReads(root, cache), kept=self.runtimes)
+            reads = observing.HomeReads(root, cache)
+            return health.check(root, fleet, inventory=inventory, reads=reads, kept=self.runtimes, only=self.scope)

@@ -102,15 +102,8 @@ class PlanMemo:
 def check_names(chosen: Selection, state: DesiredState, inventory: Inventory) -> None:
     """Refuse (exit 2) a `--bot` that names no bot of this fleet: a typo would plan nothing and
     read as "no changes"."""
-    known = sorted({*state.bots, *inventory.owned_bots()})
-    unknown = selecting.unknown(chosen, known)
-    if unknown:
-        listed = ", ".join(known[:10]) + (f" and {len(known) - 10} more" if len(known) > 10 else "")
-        raise UsageError(
-            f"--bot {', '.join(unknown)}: no bot of fleet {state.fleet!r} has that name, in the manifests or in "
-            "this home's inventory",
-            hint=f"its bots: {listed}" if known else "the fleet has no bot yet",
-        )
+    known = {*state.bots, *inventory.owned_bots()}
+    selecting.check_known(chosen, known, owner=f"fleet {state.fleet!r}", where="in the manifests or in this home's inventory")
 
 
 def check_slice(inventory: Inventory, state: DesiredState, options: Options) -> None:

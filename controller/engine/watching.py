@@ -5,7 +5,8 @@ Flux-style loop: reconcile on a source change (adapters.filewatch, debounced) an
 policy in core.watching; this module is the loop around it, with the clock, the rng and the
 notifier passed in. One reconciler per home (adapters.watchlock), a status file under the home
 (engine.watchstatus), one log line per event (engine.watchlog), optional /healthz and /metrics
-(engine.healthserver, engine.metrics), clean shutdown on SIGTERM/SIGINT.
+(engine.healthserver, engine.metrics), clean shutdown on SIGTERM/SIGINT. A selection (--bot, -l)
+narrows what is planned, applied, checked and reported to its bots (passmemo.PassMemo.select).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from controller.core.watching import Effect, LoopState, Options, Run
 from controller.engine import history, notifying, observecache, passmemo, reconciling, watchstatus
 from controller.engine.metrics import Metrics
 from controller.engine.watchlog import Log, ProgressLog
-from controller.errors import ConflictError, ControllerError, LockHeld, SourceError
+from controller.errors import ControllerError, SourceError
 from controller.manifests import desired, loading, reading, validating
 
 __all__ = ["KEEP_RUNS", "Clock", "Log", "Options", "ProgressLog", "Reconciler", "Run"]
@@ -65,7 +66,7 @@ class Reconciler:
         self.clock = clock or Clock()
         self.rng = rng or random.Random()
         self.notifier = notifier  # fed after every pass
-        self.metrics = Metrics(options.host or socket.gethostname(), options.interval)
+        self.metrics = Metrics(options.host or socket.gethostname(), options.interval, options.selection.describe())
         self.stop = threading.Event()
         self.wake = threading.Event()
         self.runs: list[Run] = []
@@ -81,7 +82,7 @@ class Reconciler:
         self.pass_started: float | None = None  # clock.monotonic() of the pass in progress
         self.observations = observecache.WatchObservations(root, options.full_every)
         self.pass_cache = self.observations.cache
-        self.kept = passmemo.PassMemo()  # what a pass takes again while its inputs are unchanged
+        self.kept = passmemo.PassMemo(options.selection)  # what a pass takes again while its inputs are unchanged
 
     # --- one pass --------------------------------------------------------------------------------
 
@@ -136,7 +137,7 @@ class Reconciler:
                 self.metrics.observe_health(checked)
         if self.notifier is not None:
             for found in events:
-                self.notifier.post(found)
+                self.notifier.post(notifying.selected(found, self.options.selection.describe()))
 
     def _configure_webhooks(self, state: desired.DesiredState) -> None:
         if self.notifier is None or state.notifications == self.webhooks:
@@ -172,19 +173,16 @@ class Reconciler:
             return Run(at=now, trigger=trigger, result=R.STALLED, revision=snap.revision, message=message), Effect.STALL
         state = desired.for_host(result.state, reading.selected_host(self.options.host, result.state))
         self.fleet = state.fleet
-        self.metrics.observe_slice(state.fleet, list(state.bots))
+        self.metrics.observe_slice(state.fleet, self.kept.select(state))
         self._configure_webhooks(state)
         tried = Run(at=now, trigger=trigger, result=R.PARTIAL, revision=snap.revision, digest=state.digest)
         self.pass_cache = self.observations.begin_pass()  # engine/observecache.py
         try:
             held = suspended.describe() if suspended else None
             return self._converge(now, trigger, snap, state, result, held), Effect.SETTLE
-        except LockHeld as exc:
-            return replace(tried, result=R.BUSY, message=str(exc)), Effect.KEEP
-        except ConflictError as exc:
-            return replace(tried, result=R.CONFLICT, message=str(exc)), Effect.STALL
-        except ControllerError as exc:
-            return replace(tried, result=R.PARTIAL, message=str(exc)), Effect.KEEP
+        except ControllerError as exc:  # busy, stalled (a conflict, an unknown --bot) or partial
+            failed, effect = policy.failed_pass(exc)
+            return replace(tried, result=failed, message=str(exc)), effect
         finally:
             self.observations.end_pass(self.pass_cache)
 
@@ -204,7 +202,8 @@ class Reconciler:
     ) -> Run:
         last = self.kept.inventories.load(self.root, state.fleet).last_apply or {}
         where: policy.Where = {"at": now, "trigger": trigger, "revision": snap.revision, "digest": state.digest}
-        if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=suspended):
+        chosen = self.options.selection.describe()  # an apply of other bots is no apply of these
+        if not policy.must_apply(last, state.digest, self_heal=self.options.self_heal, suspension=suspended, selection=chosen):
             planned = self.kept.plan(self.root, state, loaded.files, self.plan_options, self.pass_cache)
             self.metrics.observe_routines(self.kept.routine_health(planned))
             moved = policy.revision_moved(last, snap.revision)
@@ -230,7 +229,7 @@ class Reconciler:
         request = reconciling.ApplyRequest(
             root=self.root, state=state, files=loaded.files, options=self.plan_options, lock_timeout=opts.lock_timeout,
             revision=snap.revision, should_stop=self.stop.is_set, snapshot=snapshot, on_progress=on_progress,
-            cache=self.pass_cache,
+            cache=self.pass_cache, selection=opts.selection,
         )  # fmt: skip
         planned, results = reconciling.apply_once(request)
         if results.replaced_dir:

@@ -98,6 +98,7 @@ def payload(reconciler: Reconciler, updated_at: str) -> dict[str, Any]:
         "fleet": reconciler.fleet,
         "host": reconciler.options.host,
         "mode": "self-heal" if reconciler.options.self_heal else "report",
+        "selection": reconciler.options.selection.describe() or None,  # --bot/-l: the bots it converges
         "interval": reconciler.options.interval,
         "updated_at": updated_at,
         "last_result": last.result if last else None,

@@ -1,4 +1,8 @@
-"""`status`: what each fleet owns in this home, its last apply, and drift (the same rule as `plan`)."""
+"""`status`: what each fleet owns in this home, its last apply, and drift (the same rule as `plan`).
+
+With selectors (`--bot`, `-l`: docs/cli.md#selectors) it shows the selected bots alone, as `plan`
+plans them: their objects, drift, hand edits, health and pending changes; the install-wide
+settings and rooms only without a selector."""
 
 from __future__ import annotations
 
@@ -14,12 +18,14 @@ from controller.adapters import locking, suspension
 from controller.adapters.home import HomeLayout, resolve_root
 from controller.codes import WatchResult as R
 from controller.core import drift, rooms
+from controller.core import selection as selecting
 from controller.core.inventory import Inventory, routine_parts, split_key
+from controller.core.selection import Scope, Selection
 from controller.core.types import GatewayView, LiveProfile
 from controller.engine import handedits, health, observing, records
 from controller.engine.reconciling import Planned
 from controller.engine.watchstatus import read_status
-from controller.errors import ControllerError, ExitCode
+from controller.errors import ControllerError, ExitCode, UsageError
 from controller.hermes import DEFAULT_PROFILE
 from controller.verbs import common, reporting
 from controller.verbs.plan import make_plan, observation_cache, plan_exit
@@ -27,21 +33,25 @@ from controller.verbs.plan import make_plan, observation_cache, plan_exit
 
 def cmd_status(args: argparse.Namespace) -> int:
     root = resolve_root(args.home)
+    chosen = common.selection(args)
     planned: Planned | None = None
     if args.files:
-        planned = make_plan(args, prune=False, adopt=False)
+        planned = make_plan(args, prune=False, adopt=False)  # narrowed to the selection, its --bot names checked
         fleets = [planned.state.fleet]
+        scope = chosen.scope(planned.state)
     else:
         common.check_fleet(args.fleet)
-        fleets = [args.fleet] if args.fleet else inventory_file.all_fleets(root)
+        fleets, scope = selected_fleets(root, [args.fleet] if args.fleet else inventory_file.all_fleets(root), chosen)
     try:
-        reports = [fleet_status(root, name, planned, args) for name in fleets]
+        reports = [fleet_status(root, name, planned, args, scope=scope) for name in fleets]
     finally:
         common.gateway_options(args).release()
     held = suspension.read(root)
     watch = read_status(root)
     if watch is not None:
         watch["running"] = locking.is_held(HomeLayout(root).state.watch_lock)
+        if scope is not None:  # the reconciler's drift, of the selected bots
+            watch["drift"] = [key for key in watch.get("drift") or [] if selecting.key_in_scope(key, scope)]
     if args.output == "json":
         reporting.write(
             json.dumps(
@@ -49,6 +59,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "schemaVersion": reporting.JSON_SCHEMA_VERSION,
                     "kind": "status",
                     "home": str(root),
+                    "selection": chosen.describe() or None,
                     "fleets": reports,
                     "suspended": held.to_json() if held is not None else None,
                     "reconciler": watch,
@@ -62,24 +73,54 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         color = reporting.use_color(sys.stdout, args.color)
         reporting.write(
-            _status_text(root, reports, color=color) + _suspended_text(held, color=color) + _watch_text(watch, color=color)
+            _selection_text(chosen, reports)
+            + _status_text(root, reports, color=color)
+            + _suspended_text(held, color=color)
+            + _watch_text(watch, color=color)
         )
     if planned is not None:
         return plan_exit(planned.plan, False)
     return ExitCode.OK
 
 
-def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse.Namespace | None = None) -> dict[str, Any]:
+def selected_fleets(root: Path, fleets: list[str], chosen: Selection) -> tuple[list[str], Scope]:
+    """Without -f: the fleets owning a selected bot, and the scope (the `--bot` names; each must be
+    a bot one of these fleets owns here). Labels are in the manifests: `-l` needs -f."""
+    if not chosen:
+        return fleets, None
+    if chosen.labels:
+        raise UsageError(
+            f"-l {','.join(f'{k}={v}' for k, v in chosen.labels)}: labels are in the manifests, not in the home",
+            hint="add -f PATH (the manifests), or select by name with --bot NAME",
+        )
+    owners = {fleet: bots_of(records.load(root, fleet)) for fleet in fleets}
+    known = {bot for bots in owners.values() for bot in bots}
+    owner = f"fleet {fleets[0]!r}" if len(fleets) == 1 else "any fleet of this home"
+    where = "in this home's inventory (without -f, status knows the bots a fleet owns here)"
+    selecting.check_known(chosen, known, owner=owner, where=where)
+    return [fleet for fleet in fleets if owners[fleet] & chosen.bots], chosen.bots
+
+
+def bots_of(inventory: Inventory) -> set[str]:
+    """The bots a fleet owns here: its bots and the bots of its routines."""
+    return {bot for key in inventory.objects if (bot := selecting.owner_of(key)) is not None}
+
+
+def fleet_status(
+    root: Path, fleet: str, planned: Planned | None, args: argparse.Namespace | None = None, *, scope: Scope = None
+) -> dict[str, Any]:
+    """One fleet's report; `scope`: the selected bots alone (no install-wide settings, no rooms)."""
     inventory = records.load(root, fleet)
     # Each profile observed, each cron store read, once; unchanged files from the observation cache.
     reads = observing.HomeReads(root, observation_cache(args) if args is not None else None)
     hand = handedits.Finder(root, inventory)
     objects = []
     view: GatewayView | None = None
-    if inventory.keys_of("room"):  # one read-only look at the gateway, shared by every fleet of the home
+    keys = sorted(key for key in inventory.objects if selecting.key_in_scope(key, scope))
+    if any(split_key(key)[0] == "room" for key in keys):  # one read-only look at the gateway, shared by every fleet
         mine = planned is not None and planned.state.fleet == fleet
         view = (planned.inputs.observed.rooms if mine and planned is not None else None) or _rooms_view(root, args)
-    for key in sorted(inventory.objects):
+    for key in keys:
         objects.append(
             {
                 "object": key,
@@ -89,7 +130,7 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
         )
     report: dict[str, Any] = {
         "fleet": fleet,
-        "managed": len(inventory.owned_bots()),
+        "managed": len([bot for bot in inventory.owned_bots() if scope is None or bot in scope]),
         "last_apply": inventory.last_apply,
         "objects": objects,
         # A string is why the fields are unknown (missing, unreadable, gateway unreachable): not drift.
@@ -101,9 +142,11 @@ def fleet_status(root: Path, fleet: str, planned: Planned | None, args: argparse
     }
     if hand.problem:
         report["hand_edits_unknown"] = hand.problem
+    if scope is not None:
+        report["selected"] = sorted(bots_of(inventory) & scope)
     if planned is not None and planned.state.fleet == fleet:
         report["pending"] = {"changes_pending": planned.plan.has_changes, **planned.plan.counts()}
-    report["health"] = health.check(root, fleet, inventory=inventory, reads=reads).to_json()
+    report["health"] = health.check(root, fleet, inventory=inventory, reads=reads, only=scope).to_json()
     return report
 
 
@@ -168,9 +211,11 @@ def _status_text(root: Path, reports: list[dict[str, Any]], *, color: bool) -> s
     lines = []
     for r in reports:
         last = r["last_apply"] or {}
-        lines.append(p.bold(f"Fleet {r['fleet']!r}") + f": {r['managed']} bot(s) managed in {root}")
+        which = "selected bot(s)" if "selected" in r else "bot(s)"
+        lines.append(p.bold(f"Fleet {r['fleet']!r}") + f": {r['managed']} {which} managed in {root}")
         if last:
-            lines.append(f"  last apply: {last.get('at')} ({last.get('result')}), manifests {str(last.get('digest'))[:19]}")
+            of = f", of {last['selection']}" if last.get("selection") else ""
+            lines.append(f"  last apply: {last.get('at')} ({last.get('result')}{of}), manifests {str(last.get('digest'))[:19]}")
         else:
             lines.append("  last apply: never")
         for o in r["objects"]:
@@ -190,6 +235,17 @@ def _status_text(root: Path, reports: list[dict[str, Any]], *, color: bool) -> s
         if "health" in r:
             lines += _health_text(r["health"], p)
     return "\n".join(lines) + "\n"
+
+
+def _selection_text(chosen: Selection, reports: list[dict[str, Any]]) -> str:
+    if not chosen:
+        return ""
+    if not any(r.get("selected") for r in reports):
+        return f"Selection {chosen.describe()}: no bot it selects is managed in this home.\n"
+    return (
+        f"Selection {chosen.describe()}: only these bots are shown; the install-wide settings and rooms are left out "
+        "(a status without --bot or -l shows them).\n"
+    )
 
 
 def _hand_edits_text(r: dict[str, Any], p: reporting.Palette) -> list[str]:
@@ -248,15 +304,13 @@ def _watch_text(watch: dict[str, Any] | None, *, color: bool) -> str:
     result = str(watch.get("last_result"))
     paint = p.green if result in (R.APPLIED, R.IN_SYNC) else (p.yellow if result in (R.DRIFT, R.BUSY) else p.red)
     running = watch.get("running")
+    how = f"{watch.get('mode')}, every {watch.get('interval')}s"
+    how += f", selection {watch['selection']}" if watch.get("selection") else ""  # it converges only these bots
     if running is False:  # its status file outlives it: say so, not the PID it had
-        head = (
-            p.bold("Reconciler")
-            + p.yellow(f" not running since {watch.get('updated_at')}")
-            + (f" (was {watch.get('mode')}, every {watch.get('interval')}s): source {watch.get('source')}")
-        )
+        head = p.bold("Reconciler") + p.yellow(f" not running since {watch.get('updated_at')}") + f" (was {how})"
     else:
-        head = p.bold("Reconciler") + f" (pid {watch.get('pid')}, {watch.get('mode')}, every {watch.get('interval')}s): "
-        head += f"source {watch.get('source')}"
+        head = p.bold("Reconciler") + f" (pid {watch.get('pid')}, {how})"
+    head += f": source {watch.get('source')}"
     next_run = watch.get("next_run_at") if running is not False else None
     lines = [
         head,

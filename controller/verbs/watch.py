@@ -14,7 +14,7 @@ from controller.errors import ExitCode, SecretUnavailable, UsageError
 from controller.manifests import references
 from controller.manifests.desired import EnvEntry
 from controller.manifests.models import SecretRef
-from controller.verbs.common import check_fleet, check_host
+from controller.verbs.common import check_fleet, check_host, selection
 
 MIN_TOKEN = 16
 
@@ -52,6 +52,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         allow_history_rewrite=args.allow_history_rewrite,
         rooms=not args.no_rooms,
         full_every=args.full_every,
+        selection=selection(args),  # a bad --bot or -l is refused here, before the lock
     )
     token = health_token(args)
     log = watching.Log(args.log_format)
@@ -82,6 +83,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             mode="self-heal" if options.self_heal else "report",
             interval=options.interval,
             rooms="on" if options.rooms else "off",
+            selection=options.selection.describe(),  # left out when empty: every bot
         )
         try:
             reconciler.loop()

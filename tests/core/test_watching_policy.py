@@ -15,6 +15,7 @@ from controller.codes import WatchResult as R
 from controller.core import watching as policy
 from controller.core.types import Action, Kind, ObjectChange, Plan, Reason, RunResult
 from controller.core.watching import Effect, LoopState, Options, Run
+from controller.errors import ConflictError, ControllerError, LockHeld, UnknownBot
 
 NOOP = ObjectChange(kind=Kind.BOT, name="alpha", action=Action.NOOP, code=Reason.MANAGED)
 PENDING = ObjectChange(
@@ -67,6 +68,35 @@ def test_when_a_pass_applies_without_planning_first(
     last: dict[str, str], self_heal: bool, suspension: str | None, expected: bool
 ) -> None:
     assert policy.must_apply(last, "sha256:d1", self_heal=self_heal, suspension=suspension) is expected
+
+
+@pytest.mark.parametrize(
+    ("last_selection", "selection", "expected"),
+    [
+        ("", "", False),  # the whole fleet's apply, a reconciler of every bot
+        ("", "--bot a", False),  # a whole apply covers any selection
+        ("--bot a", "--bot a", False),  # this selection's own apply
+        ("--bot a", "", True),  # an apply of a only: every other bot may still be pending
+        ("--bot a", "-l team=ops", True),  # another selection's apply
+    ],
+)
+def test_an_apply_of_other_bots_is_no_apply_of_these(last_selection: str, selection: str, expected: bool) -> None:
+    last = {**OK_APPLY, "selection": last_selection} if last_selection else OK_APPLY
+    assert policy.must_apply(last, "sha256:d1", self_heal=False, suspension=None, selection=selection) is expected
+    assert policy.must_apply(last, "sha256:d1", self_heal=False, suspension=SUSPENDED, selection=selection) is False
+
+
+@pytest.mark.parametrize(
+    ("error", "result", "effect"),
+    [
+        (LockHeld("another run holds the lock"), R.BUSY, Effect.KEEP),
+        (UnknownBot("--bot 'bx': no bot of fleet 'acme' has that name"), R.STALLED, Effect.STALL),
+        (ConflictError("conflict on bot/a"), R.CONFLICT, Effect.STALL),
+        (ControllerError("a write failed"), R.PARTIAL, Effect.KEEP),
+    ],
+)
+def test_what_an_error_makes_of_a_pass(error: ControllerError, result: R, effect: Effect) -> None:
+    assert policy.failed_pass(error) == (result, effect)
 
 
 @pytest.mark.parametrize(

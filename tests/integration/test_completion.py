@@ -82,6 +82,8 @@ def test_bash_completes_bot_and_fleet_names_from_the_manifests_and_the_home(shel
     other = write_fleet(tmp_path / "other", [{"name": "zeta"}], fleet="zfleet")
     assert apply(other, Path(shell_env["HERMES_HOME"])).code == 0
     assert complete("hermes-fleet export --bot ", shell_env, repo) == ["assistant", "helper", "zeta"]
+    for verb in ("status", "watch", "plan"):  # the selectors complete the same names
+        assert complete(f"hermes-fleet {verb} --bot ", shell_env, repo) == ["assistant", "helper", "zeta"]
     assert complete("hermes-fleet status --fleet ", shell_env, repo) == ["acme", "zfleet"]
     # -f on the command line wins over ./fleet/
     assert complete(f"hermes-fleet plan -f {other} --fleet ", shell_env, tmp_path) == ["zfleet"]
