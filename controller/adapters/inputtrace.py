@@ -23,8 +23,8 @@ started, a socket, a signal sent (a liveness probe), a file under /proc, /sys or
 `expected_process` lets one adapter run a probe whose answer it vouches for with paths it names.
 
 Paths under `skip` (hermes-fleet's own caches, whose hits are vouched for by the stat keys of the
-files they stand for) and the interpreter's own files (imports; the code is keyed separately) are
-not recorded.
+files they stand for), under the interpreter's prefixes and in hermes-fleet's own package
+(modules imported on the way, its data: keyed separately, adapters/settled.py) are not recorded.
 """
 
 from __future__ import annotations
@@ -130,16 +130,14 @@ class Trace:
             self.taint(f"{path} changed while it was read, or cannot be digested")
 
     def _ignored(self, path: str) -> bool:
-        return (
-            path.startswith(self.skip)
-            or path + os.sep in self.skip
-            or path.endswith((".py", ".pyc", ".so"))
-            or path.startswith(_OWN_PREFIXES)
-        )
+        return path.startswith(self.skip) or path + os.sep in self.skip or path.startswith(_OWN_PREFIXES)
 
 
 TAINT = "taint"
-_OWN_PREFIXES = tuple(sorted({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}))
+# The interpreter's and hermes-fleet's own files (modules imported on the way): keyed by the code
+# key instead (adapters/settled.py). Only these: a manifest's `soul_file` may well end in `.py`.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # controller/
+_OWN_PREFIXES = tuple(sorted({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, _PACKAGE_DIR)}))
 
 
 def _take(kind: str, path: str, seen: os.stat_result | bool | None = True) -> Record:

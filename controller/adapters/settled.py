@@ -79,15 +79,15 @@ def process_key(salt: str) -> str:
 
 
 def code_key() -> str:
-    """hermes-fleet's version and the stat keys of its modules and of the import path's folders (an
-    edited module or an upgraded dependency is a new key)."""
+    """hermes-fleet's version and the stat keys of its files (modules and data) and of the import
+    path's folders (an edited module or an upgraded dependency is a new key)."""
     h = hashlib.sha256(f"{__version__}\0{VERSION}".encode())
     for folder, dirs, files in os.walk(_PACKAGE):
         dirs.sort()
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
         for name in sorted(files):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(folder, name))
-                h.update(f"{folder}/{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
+            st = os.stat(os.path.join(folder, name))
+            h.update(f"{folder}/{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
     for entry in sys.path:
         try:
             st = os.stat(entry or ".")

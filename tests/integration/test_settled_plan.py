@@ -256,3 +256,17 @@ def test_hermes_on_path_is_asked_once_and_vouched_for_by_its_metadata_folder(
     (bin_dir / "hermes").write_text("#!/bin/sh\nexit 1\n")
     (bin_dir / "hermes").chmod(0o755)
     assert not replayed(manifest, home)
+
+
+def test_a_file_a_manifest_names_is_an_input_whatever_its_name(home: Path, manifests: Path) -> None:
+    """Only the interpreter's and hermes-fleet's own files are left out of the trace (imports),
+    not files by their suffix: a soul file named `soul.py` is an input like any other."""
+    (manifests / "soul.py").write_text("You are calm.\n")
+    manifest = write_fleet(manifests, [{"name": "alpha", "soul_file": "soul.py"}])
+    assert apply(manifest, home).code == 0
+    time.sleep(0.05)
+    assert apply(manifest, home).code == 0
+    assert replayed(manifest, home)
+    (manifests / "soul.py").write_text("You are loud.\n")
+    assert not replayed(manifest, home)
+    assert "bot/alpha" in changes(manifest, home)
