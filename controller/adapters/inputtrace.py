@@ -193,27 +193,36 @@ def unchanged(records: Iterable[tuple[str, str, Key | None, str]]) -> bool:
 # --- recording --------------------------------------------------------------------------------------
 
 _active: Trace | None = None
+_one = threading.Lock()
 _hook_installed = False
 _guard = threading.local()
 
 
 @contextlib.contextmanager
 def tracing(skip: Iterable[str] = ()) -> Iterator[Trace]:
-    """Record what this thread reads until the block ends (one trace at a time per process)."""
+    """Record what this thread reads until the block ends. One trace at a time per process: Busy
+    when another thread's runs (the caller goes without)."""
     global _active, _hook_installed
-    if _active is not None:
-        raise RuntimeError("a trace is already running")
-    trace = Trace(skip=tuple(os.path.join(os.path.abspath(s), "") for s in skip))
-    if not _hook_installed:
-        sys.addaudithook(_audit)
-        _hook_installed = True
-    _active = trace
-    os.stat, os.lstat, os.access, os.readlink, os.open = _w_stat, _w_lstat, _w_access, _w_readlink, _w_open
+    if not _one.acquire(blocking=False):
+        raise Busy("another trace is running in this process")
     try:
-        yield trace
+        trace = Trace(skip=tuple(os.path.join(os.path.abspath(s), "") for s in skip))
+        if not _hook_installed:
+            sys.addaudithook(_audit)
+            _hook_installed = True
+        _active = trace
+        os.stat, os.lstat, os.access, os.readlink, os.open = _w_stat, _w_lstat, _w_access, _w_readlink, _w_open
+        try:
+            yield trace
+        finally:
+            os.stat, os.lstat, os.access, os.readlink, os.open = _stat, _lstat, _access, _readlink, _open
+            _active = None
     finally:
-        os.stat, os.lstat, os.access, os.readlink, os.open = _stat, _lstat, _access, _readlink, _open
-        _active = None
+        _one.release()
+
+
+class Busy(Exception):
+    pass
 
 
 @contextlib.contextmanager

@@ -276,7 +276,7 @@ def settle(args: argparse.Namespace, root: Path) -> None:
         with inputtrace.tracing(skip=[cache]) as trace, contextlib.redirect_stderr(MaskedStream(errors)):
             planned = make_plan(args, yes=False)
             suspend.refuse_if_suspended(planned.root, force=False, verb="apply", dry_run=True)
-    except ControllerError:
+    except (ControllerError, inputtrace.Busy):
         return  # what the apply itself did not run into (the gateway went away): plan in full next time
     if trace.tainted or planned.inputs.observed.rooms is not None:
         return
