@@ -224,9 +224,8 @@ def test_a_trace_records_reads_listings_and_looks_and_is_tainted_by_a_process(tm
     (tmp_path / "absent").write_text("here now")
     assert not inputtrace.unchanged(records)
     with inputtrace.tracing() as trace:
-        with pytest.raises(inputtrace.Busy):  # one at a time: a second apply in this process goes without
-            with inputtrace.tracing():
-                pass
+        with pytest.raises(inputtrace.Busy), inputtrace.tracing():  # one at a time: a second apply goes without
+            pass
         subprocess.run(["true"], check=True)
     assert trace.tainted == "a process was started"
     assert os.stat is inputtrace._stat, "the wrappers are gone after the trace"
