@@ -55,7 +55,9 @@ def test_rollback_of_a_bot_entry_touches_only_that_bot(home: Path, manifests: Pa
 
     dry = rollback(home, "--to", "2", "--dry-run")
     assert dry.code == 0, dry.text
-    assert "Entry 2 applied only --bot a: the rollback applies the same selection (the other bots are left as they are)." in dry.out
+    assert (
+        "Entry 2 applied only --bot a: the rollback applies the same selection (the other bots are left as they are)." in dry.out
+    )
     assert "bot/a" in dry.out and "bot/b" not in dry.out and "bot/c" not in dry.out
     assert turns(home) == {"a": 40, "b": 20, "c": 20}  # a dry run writes nothing
 
@@ -98,7 +100,7 @@ def test_history_shows_the_selection(home: Path, manifests: Path) -> None:
     assert selection(home, 1) is None
     assert selection(home, 2) == {"bots": [], "labels": ["team=ops"], "args": "-l team=ops"}
     assert selection(home, 3) == {"bots": ["c"], "labels": [], "args": "--bot c"}
-    assert [e["desired"]["selection"] for e in entries(home)][0] is None
+    assert entries(home)[0]["desired"]["selection"] is None
 
     listed = hermes_fleet("history", "--home", home)
     assert listed.code == 0, listed.text
