@@ -168,3 +168,15 @@ def test_a_bot_the_entry_pruned_is_not_refused_as_unknown(home: Path, manifests:
     assert run.code == 0, run.text
     assert "Bot(s) c: in neither the entry's manifests nor this home, as entry 2 left them." in run.out
     assert "Nothing left to roll back." in run.out
+
+
+def test_a_watch_pass_with_a_selection_records_it(home: Path, manifests: Path) -> None:
+    assert apply(fleet(manifests, 20), home).code == 0
+    run = hermes_fleet("watch", "--once", "-f", fleet(manifests, 30), "--home", home, "-l", "team=web")
+    assert run.code == 0, run.text
+    last = entries(home)[-1]
+    assert last["command"] == "watch" and last["desired"]["selection"]["args"] == "-l team=web"
+    assert turns(home) == {"a": 20, "b": 20, "c": 30}
+    assert apply(fleet(manifests, 40), home).code == 0
+    assert rollback(home, "--to", str(last["seq"])).code == 0
+    assert turns(home) == {"a": 40, "b": 40, "c": 30}
