@@ -216,16 +216,16 @@ def _selection(root: Path, state: DesiredState, chosen: Selection, seq: int, tex
     known = {*state.bots, *records.load(root, state.fleet).owned_bots()}
     gone = sorted(chosen.bots - known)
     narrowed = Selection(chosen.bots - set(gone), chosen.labels)
-    if text_mode:
-        print(
-            f"Entry {seq} applied only {chosen.describe()}: the rollback applies the same selection "
-            "(the other bots are left as they are)."
-        )
-        if gone:
-            print(f"Bot(s) {', '.join(gone)}: in neither the entry's manifests nor this home, as entry {seq} left them.")
+    out = sys.stdout if text_mode else sys.stderr  # -o json: stdout is the document alone
+    print(
+        f"Entry {seq} applied only {chosen.describe()}: the rollback applies the same selection "
+        "(the other bots are left as they are).",
+        file=out,
+    )
+    if gone:
+        print(f"Bot(s) {', '.join(gone)}: in neither the entry's manifests nor this home, as entry {seq} left them.", file=out)
     if gone and not narrowed.bots:
-        if text_mode:
-            print("Nothing left to roll back.")
+        print("Nothing left to roll back.", file=out)
         return None
     return narrowed
 

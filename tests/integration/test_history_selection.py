@@ -180,3 +180,15 @@ def test_a_watch_pass_with_a_selection_records_it(home: Path, manifests: Path) -
     assert apply(fleet(manifests, 40), home).code == 0
     assert rollback(home, "--to", str(last["seq"])).code == 0
     assert turns(home) == {"a": 40, "b": 40, "c": 30}
+
+
+def test_rollback_json_says_the_selection_on_stderr_and_in_the_plan_note(home: Path, manifests: Path) -> None:
+    assert apply(fleet(manifests, 20), home).code == 0
+    assert apply(fleet(manifests, 30), home, "--bot", "b").code == 0
+    assert apply(fleet(manifests, 40), home).code == 0
+    run = rollback(home, "--to", "2", "--dry-run", "-o", "json")
+    assert run.code == 0, run.text
+    assert "Entry 2 applied only --bot b" in run.err
+    data = run.json()
+    assert {f"{o['kind']}/{o['name']}" for o in data["objects"]} == {"bot/b"}
+    assert any("selection --bot b" in note for note in data["notes"])
