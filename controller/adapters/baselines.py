@@ -5,7 +5,11 @@ digests (core/handedits.py); never a value. Layout:
 
     {"schemaVersion": 1, "fleet": "acme",
      "maps": {"<id>": {"approvals.mode": "<digest>", ...}},
-     "profiles": {"alpha": {"at": "<time>", "files": {"config.yaml": "<id>", ".env": "<id>"}}}}
+     "profiles": {"alpha": {"at": "<time>", "files": {"config.yaml": "<id>", ".env": "<id>", "profile.yaml": "<id>"},
+                            "since": {"profile.yaml": "<time>"}}}}
+
+`since` (optional) names a file recorded later than the others (a baseline written before that
+file was recorded gets it at the next apply, without recording the others afresh).
 
 Equal maps are stored once (bots alike in their unmanaged keys share one). The file lives in the
 home, which a bot can write: it is read within a bound and checked for its shape, and one that is
@@ -23,7 +27,8 @@ from controller.adapters.home import HomeLayout, ProfileLayout, check_state_path
 from controller.errors import ControllerError
 
 VERSION = 1
-FILES = (ProfileLayout.CONFIG, ProfileLayout.ENV)  # the files recorded (core/handedits.py FILES; adapters do not import core)
+# The files recorded (core/handedits.py FILES; adapters do not import core).
+FILES = (ProfileLayout.CONFIG, ProfileLayout.ENV, ProfileLayout.META)
 MAX_BYTES = 64 * 1024 * 1024
 
 
@@ -59,6 +64,9 @@ def shape_problem(data: Any, fleet: str) -> str:
             return "a profile's record is not {at, files}"
         if any(file not in FILES or ref not in maps for file, ref in entry["files"].items()):
             return "a profile's record names an unknown file or map"
+        since = entry.get("since", {})
+        if not isinstance(since, dict) or any(f not in entry["files"] or not isinstance(t, str) for f, t in since.items()):
+            return "a profile's `since` is not a map of its files to times"
     return ""
 
 

@@ -45,6 +45,10 @@ class ProfileMeta:
     def render(self) -> str:
         return self._doc.render()
 
+    def as_dict(self) -> dict[str, Any]:
+        """The whole file as plain data ({} when absent): for the hand-edit baseline."""
+        return self._doc.as_dict()
+
     # --- top-level fields ---------------------------------------------------------------------
 
     @property

@@ -1,8 +1,9 @@
 """Hand edits to the keys a fleet does not manage, in the files it manages (pure).
 
-After an apply, each managed profile's `config.yaml` and `.env` are recorded as a *baseline*: for
-every key the fleet does not manage (a dotted path of config.yaml, a variable of .env), a keyed
-digest of its value, never the value (a value may be a secret). `status` takes the same digests of
+After an apply, each managed profile's `config.yaml`, `.env` and (for a bot) `profile.yaml` are
+recorded as a *baseline*: for every key the fleet does not manage (a dotted path of config.yaml or
+profile.yaml, a variable of .env), a keyed digest of its value, never the value (a value may be a
+secret). `status` takes the same digests of
 the live files and lists the keys added, removed or changed since: information for the operator,
 never drift, never corrected (docs/cli.md#status).
 """
@@ -18,7 +19,14 @@ from typing import Any
 
 CONFIG = "config.yaml"
 ENV = ".env"
-FILES = (CONFIG, ENV)
+PROFILE = "profile.yaml"
+FILES = (CONFIG, ENV, PROFILE)
+# What a bot's fields manage in profile.yaml (engine/applying/bots.py _write_profile_yaml,
+# adapters/profilemeta.py): a description set by the fleet marks itself not "auto" (as `hermes
+# profile describe --text` does), and every bot's Bot Mode record is replaced whole, with its
+# revision, in the `hermes-bots` namespace (the `botmode` field; `meta:*` are keys of that record).
+PROFILE_KEYS = {"profile:description": ("description", "description_auto"), "profile:display_name": ("display_name",)}
+BOT_RECORD_KEYS = ("ui_meta.hermes-bots", "_ui_meta_revisions.hermes-bots")
 MAX_KEYS = 2000  # keys recorded per file (Hermes' full default config has about 1,400 values)
 MAX_NODES = 20_000  # maps and values walked per file (aliases expanded)
 WHOLE = "*"  # a file past MAX_KEYS is recorded as one digest of all its unmanaged keys
@@ -48,12 +56,22 @@ def managed_keys(applied_fields: Iterable[str]) -> dict[str, frozenset[str]]:
     """file -> the keys the fleet manages there, from the inventory's `applied` field names
     (`config:agent.max_turns`, `env:OPENAI_API_KEY`)."""
     spaces = {"config": CONFIG, "env": ENV}
-    out: dict[str, set[str]] = {CONFIG: set(), ENV: set()}
+    out: dict[str, set[str]] = {CONFIG: set(), ENV: set(), PROFILE: set()}
     for name in applied_fields:
         space, _, key = name.partition(":")
         if space in spaces and key:
             out[spaces[space]].add(key)
+        elif name in PROFILE_KEYS:
+            out[PROFILE].update(PROFILE_KEYS[name])
+        elif name == "botmode" or space == "meta":
+            out[PROFILE].update(BOT_RECORD_KEYS)
     return {file: frozenset(keys) for file, keys in out.items()}
+
+
+def manages_profile_yaml(applied_fields: Iterable[str]) -> bool:
+    """Whether profile.yaml is a managed file of the profile: a bot's (every bot carries its Bot
+    Mode record there), not the root's install-wide settings alone."""
+    return any(name == "botmode" or name.startswith(("profile:", "meta:")) for name in applied_fields)
 
 
 def digest(salt: str, value: Any) -> str:
@@ -63,8 +81,9 @@ def digest(salt: str, value: Any) -> str:
 
 
 def config_digests(config: Mapping[str, Any], managed: frozenset[str], salt: str) -> Digests:
-    """The digest of each unmanaged leaf of a config.yaml (a list is one leaf; a managed key covers
-    everything below it, and a key above a managed one is the managed key's own business)."""
+    """The digest of each unmanaged leaf of a config.yaml or profile.yaml (a list is one leaf; a
+    managed key covers everything below it, and a key above a managed one is the managed key's own
+    business)."""
     above = {".".join(key.split(".")[:n]) for key in managed for n in range(1, key.count(".") + 1)}
     leaves: dict[str, Any] = {}
     stack: list[tuple[str, Any]] = [("", config)]

@@ -2,9 +2,11 @@
 
 `record` runs at the end of an apply (engine/reconciling.py): each profile the apply wrote, and
 each managed profile without a baseline yet, is read again and its unmanaged keys recorded as
-digests (core/handedits.py, adapters/baselines.py). A profile the apply left alone keeps its
-baseline, so a hand edit stays listed by `status` (and a `watch` pass that changes nothing does
-not hide it) until an apply writes that profile again. Information only: never drift.
+digests (core/handedits.py, adapters/baselines.py). A bot's baseline recorded before profile.yaml
+was one of the files gets that file alone at the next apply (its `since`), not the others afresh.
+A profile the apply left alone keeps its baseline, so a hand edit stays listed by `status` (and a
+`watch` pass that changes nothing does not hide it) until an apply writes that profile again.
+Information only: never drift.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import baselines
+from controller.adapters import baselines, profilemeta
 from controller.adapters import inventory as inventory_file
+from controller.adapters.home import ProfileLayout
 from controller.core import handedits
 from controller.core.inventory import Inventory, split_key
 from controller.core.types import WRITING_ACTIONS, Kind, LiveProfile
@@ -38,13 +41,29 @@ def managed_profiles(inventory: Inventory) -> dict[str, list[str]]:
 
 
 def digests_of(live: LiveProfile, fields: Iterable[str], salt: str) -> dict[str, handedits.Digests]:
+    fields = list(fields)
     managed = handedits.managed_keys(fields)
     out = {}
     if live.config is not None:
         out[handedits.CONFIG] = handedits.config_digests(live.config, managed[handedits.CONFIG], salt)
     if live.env is not None:
         out[handedits.ENV] = handedits.env_digests(live.env, managed[handedits.ENV], salt)
+    profile = profile_digests(live, fields, salt)
+    if profile is not None:
+        out[handedits.PROFILE] = profile
     return out
+
+
+def profile_digests(live: LiveProfile, fields: list[str], salt: str) -> handedits.Digests | None:
+    """The unmanaged keys of a bot's profile.yaml (read again: the observation keeps only what the
+    plan compares); None when it is no managed file of the profile, or cannot be read."""
+    if not handedits.manages_profile_yaml(fields):
+        return None
+    try:
+        data = profilemeta.ProfileMeta.load(ProfileLayout(live.path).meta).as_dict()  # bounded; {} when absent
+    except ControllerError:
+        return None  # status lists the profile's read error elsewhere
+    return handedits.config_digests(data, handedits.managed_keys(fields)[handedits.PROFILE], salt)
 
 
 def written_profiles(changes: Iterable[Any]) -> set[str]:
@@ -69,6 +88,7 @@ def record(root: Path, inventory: Inventory, written: set[str], observe: Any) ->
     at = inventory_file.now_iso()
     for name, fields in sorted(managed.items()):
         if name in profiles and name not in written:
+            _add_profile_yaml(profiles[name], maps, fields, lambda n=name: observe(n), inventory.salt, at)
             continue
         profiles.pop(name, None)
         try:
@@ -91,6 +111,24 @@ def record(root: Path, inventory: Inventory, written: set[str], observe: Any) ->
         "profiles": profiles,
     }
     baselines.write(root, inventory.fleet, data)
+
+
+def _add_profile_yaml(entry: dict[str, Any], maps: dict[str, Any], fields: list[str], observe: Any, salt: str, at: str) -> None:
+    """A bot's profile.yaml into its baseline, when recorded before that file was (the others keep
+    theirs: recording them afresh would hide their hand edits)."""
+    if handedits.PROFILE in entry["files"] or not handedits.manages_profile_yaml(fields):
+        return
+    try:
+        live = observe()
+    except ControllerError:
+        return
+    digests = profile_digests(live, fields, salt) if live.exists else None
+    if digests is None:
+        return
+    ref = handedits.map_id(digests)
+    maps[ref] = digests
+    entry["files"] = {**entry["files"], handedits.PROFILE: ref}
+    entry["since"] = {**entry.get("since", {}), handedits.PROFILE: at}
 
 
 class Finder:
@@ -116,7 +154,7 @@ class Finder:
                 continue
             found = handedits.compare(file, self.baseline["maps"][ref], now[file])
             if found:
-                edits.append(_as_json(name, found, entry["at"]))
+                edits.append(_as_json(name, found, entry.get("since", {}).get(file, entry["at"])))
         self.found[name] = edits
 
     def report(self) -> list[dict[str, Any]]:

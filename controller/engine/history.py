@@ -7,6 +7,11 @@ avatar `image`, a room `picture`) inlined, the folder each came from, and where 
 into validated manifests: the documents are parsed again, the files they name are written to a
 scratch folder, and secret references resolve from the original folder, now (a rotated key is
 the current one; a reference that no longer resolves stops the rollback before any write).
+
+An entry also keeps the selection its run applied (`--bot`, `-l`: `desired.selection`, null for
+the whole fleet; an entry written before it was recorded has none and was a whole-fleet run): the
+documents are always the whole fleet's, but only the selected bots were converged to them, so a
+rollback to the entry applies the same selection (docs/cli.md#rollback).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 
 from controller import bounded
 from controller.adapters import history as store
+from controller.core.selection import EVERY_BOT, Selection
 from controller.core.types import Action
 from controller.errors import ExitCode, HermesStateError, UsageError
 from controller.manifests import loading, validating
@@ -45,6 +51,7 @@ class Snapshot:
     revision: str | None = None  # the git commit the manifests came from
     dirty: bool = False  # a manifest file differed from that commit
     rollback_of: int | None = None
+    selection: Selection = EVERY_BOT  # a replayed entry's selection (recorded from the run's ApplyRequest)
     fingerprint: str = field(default="")
     packed: str | None = field(default=None, repr=False)  # `documents` as the entry's JSON, once `pack`ed
 
@@ -119,6 +126,52 @@ def _collect_files(value: Any, base: Path, out: dict[str, str]) -> None:
             _collect_files(child, base, out)
 
 
+# --- the selection ----------------------------------------------------------------------------
+
+
+def selection_record(selection: Selection) -> dict[str, Any] | None:
+    """The selection as an entry keeps it: None for the whole fleet, else the bots named, the
+    labels as `key=value` (as given to -l) and the whole as command-line arguments."""
+    if not selection:
+        return None
+    return {
+        "bots": sorted(selection.bots),
+        "labels": [f"{key}={value}" for key, value in selection.labels],
+        "args": selection.describe(),
+    }
+
+
+def selection_of(entry: dict[str, Any]) -> Selection:
+    """The selection an entry's run applied; an entry without one (null, or written before it was
+    recorded) was a whole-fleet run. A record of another shape is refused: replaying the whole
+    fleet in its place would converge bots the run never touched."""
+    found = (entry.get("desired") or {}).get("selection")
+    if found is None:
+        return EVERY_BOT
+    bots, labels = (found.get("bots"), found.get("labels")) if isinstance(found, dict) else (None, None)
+    if (
+        isinstance(bots, list)
+        and isinstance(labels, list)
+        and all(isinstance(b, str) and b for b in bots)
+        and all(isinstance(x, str) and "=" in x for x in labels)
+        and (bots or labels)
+    ):
+        pairs = tuple(tuple(x.split("=", 1)) for x in labels)
+        return Selection(frozenset(bots), tuple((k, v) for k, v in pairs))
+    raise HermesStateError(
+        f"history entry {entry.get('seq')}: its selection record is not {{bots, labels}}",
+        hint="the entry was edited by hand; pick another entry with --to N",
+    )
+
+
+def selection_text(entry: dict[str, Any]) -> str:
+    """The entry's selection as command-line arguments; "" for a whole-fleet run (or one unreadable)."""
+    try:
+        return selection_of(entry).describe()
+    except HermesStateError:
+        return "(unreadable)"
+
+
 # --- recording --------------------------------------------------------------------------------
 
 
@@ -152,12 +205,13 @@ def record(
     errors: int,
     options: dict[str, bool],
     replaced: str | None,
+    selection: Selection = EVERY_BOT,
 ) -> int:
     """Append one entry; returns its number. A run that changed nothing, for the manifests the newest
     entry already converged to cleanly, confirms that entry instead (`confirm`): no-op applies (a
     cron'd apply) never push the rollback point out of the kept entries."""
     keep = store.keep_limit(store.HISTORY_KEEP_ENV, store.HISTORY_KEEP)  # a bad value is refused on every run
-    if not outcomes and not errors and (confirmed := confirm(root, fleet, snap, at=at)) is not None:
+    if not outcomes and not errors and (confirmed := confirm(root, fleet, snap, at=at, selection=selection)) is not None:
         return confirmed
     entry: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
@@ -179,6 +233,7 @@ def record(
             "fingerprint": snap.fingerprint,
             "fleet_arg": snap.fleet_arg,
             "host": snap.host,
+            "selection": selection_record(selection),
             "documents": snap.documents if snap.packed is None else store.PACKED,
         },
     }
@@ -187,9 +242,9 @@ def record(
     return store.append(root, fleet, entry, keep=keep, documents=snap.packed)
 
 
-def confirm(root: Path, fleet: str, snap: Snapshot, *, at: str) -> int | None:
-    """Mark the newest entry as confirmed at `at` when it applied these manifests (same fingerprint
-    and host) cleanly; returns its number, or None when a new entry is needed."""
+def confirm(root: Path, fleet: str, snap: Snapshot, *, at: str, selection: Selection = EVERY_BOT) -> int | None:
+    """Mark the newest entry as confirmed at `at` when it applied these manifests (same fingerprint,
+    host and selection) cleanly; returns its number, or None when a new entry is needed."""
     kept = store.sequence_numbers(root, fleet)
     if not kept:
         return None
@@ -202,6 +257,8 @@ def confirm(root: Path, fleet: str, snap: Snapshot, *, at: str) -> int | None:
         return None
     if desired.get("fingerprint") != snap.fingerprint or desired.get("host") != snap.host:
         return None
+    if desired.get("selection") != selection_record(selection):
+        return None  # a no-op of other bots (or of all) says nothing of what this entry applied
     before = last.get("confirmed")
     times = before.get("times") if isinstance(before, dict) else None
     last["confirmed"] = {
@@ -267,8 +324,10 @@ def entry(root: Path, fleet: str, seq: int) -> dict[str, Any]:
 
 
 def rollback_target(all_entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """The state before the latest one: the newest earlier entry that applied cleanly (exit 0) and
-    converged to other manifests than the latest entry did."""
+    """The state before the latest one: the newest earlier entry that applied cleanly (exit 0),
+    converged to other manifests than the latest entry did, and covered every bot the latest run
+    did (the whole fleet, or the latest's own selection): an entry of a narrower selection would
+    leave some of the latest run's bots where it put them."""
     if not all_entries:
         raise UsageError("there is no apply history to roll back to", hint="apply records one entry per run")
     readable = [e for e in all_entries if "unreadable" not in e]
@@ -276,11 +335,13 @@ def rollback_target(all_entries: list[dict[str, Any]]) -> dict[str, Any]:
         raise UsageError("no history entry can be read", hint="see `hermes-fleet history`")
     latest = readable[-1]
     want = latest.get("desired", {}).get("fingerprint")
+    covering = (None, latest.get("desired", {}).get("selection"))
     for candidate in readable[:-1][::-1]:  # newest first (reversed() of a list of dicts of Any types as Any)
-        if candidate.get("exit") == 0 and candidate.get("desired", {}).get("fingerprint") != want:
+        desired = candidate.get("desired", {})
+        if candidate.get("exit") == 0 and desired.get("fingerprint") != want and desired.get("selection") in covering:
             return candidate
     raise UsageError(
-        f"no earlier entry than {latest['seq']} applied other manifests cleanly",
+        f"no earlier entry than {latest['seq']} applied other manifests cleanly to (at least) the bots it applied",
         hint="pick one with --to N (see `hermes-fleet history`)",
     )
 
@@ -334,6 +395,7 @@ def replay(found: dict[str, Any]) -> Iterator[tuple[validating.ValidationResult,
             revision=(found.get("source") or {}).get("revision"),
             dirty=bool((found.get("source") or {}).get("dirty")),
             rollback_of=int(found["seq"]),
+            selection=selection_of(found),
             fingerprint=str(desired.get("fingerprint") or ""),
         )
         yield result, snap

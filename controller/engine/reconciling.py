@@ -239,6 +239,7 @@ def _apply_once(request: ApplyRequest) -> tuple[Planned, applying.ApplyResult]:
                 errors=len(planned.plan.errors),
                 options={"prune": options.prune, "adopt": options.adopt, "yes": options.yes, "rooms": options.rooms},
                 replaced=results.replaced_dir,
+                selection=selection or Selection(),  # only these bots were converged to the documents
             )
         refresh_cache(root, planned, locked, cache)
         handedits.record(

@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from controller.adapters.home import resolve_root
+from controller.core.selection import Selection
 from controller.core.types import Action, Options, Reason
-from controller.engine import history, reconciling
+from controller.engine import history, reconciling, records
 from controller.engine.reconciling import Planned
 from controller.errors import ConflictError, ExitCode, ManifestError, SecretUnavailable, UsageError
 from controller.manifests import desired, reading
+from controller.manifests.desired import DesiredState
 from controller.verbs import common, reporting, suspend
 from controller.verbs.plan import plan_exit, render_plan, report_kept, view
 
@@ -33,6 +36,7 @@ def cmd_history(args: argparse.Namespace) -> int:
             raise UsageError("history show needs an entry number", hint="e.g. hermes-fleet history show 3")
         found = history.entry(root, fleet, args.number)
         if args.output == "json":
+            found = {**found, "desired": _with_selection(found.get("desired") or {})}
             _json(args, "history", home=str(root), fleet=fleet, entry=found)
         else:
             reporting.write(show_text(found))
@@ -53,7 +57,16 @@ def _brief(entry: dict[str, Any]) -> dict[str, Any]:
     if "unreadable" in entry:
         return entry
     desired_part = {k: v for k, v in (entry.get("desired") or {}).items() if k != "documents"}
-    return {**{k: v for k, v in entry.items() if k != "desired"}, "desired": {**desired_part, **summary(entry)}}
+    return {**{k: v for k, v in entry.items() if k != "desired"}, "desired": {**_with_selection(desired_part), **summary(entry)}}
+
+
+def _with_selection(desired_part: dict[str, Any]) -> dict[str, Any]:
+    """`selection` always present in JSON: an entry written before it was recorded was a whole-fleet run (null)."""
+    return {**desired_part, "selection": desired_part.get("selection")}
+
+
+def selection_cell(entry: dict[str, Any]) -> str:
+    return history.selection_text(entry) or "all"
 
 
 def source_text(entry: dict[str, Any]) -> str:
@@ -76,11 +89,11 @@ def _counts(entry: dict[str, Any]) -> dict[str, int]:
 def list_text(fleet: str, entries: list[dict[str, Any]]) -> str:
     if not entries:
         return f"No apply history for fleet {fleet!r} yet.\n"
-    header = ("#", "WHEN", "WHO", "COMMAND", "SOURCE", "CREATED", "CHANGED", "DELETED", "FAILED", "EXIT")
+    header = ("#", "WHEN", "WHO", "COMMAND", "SELECTION", "SOURCE", "CREATED", "CHANGED", "DELETED", "FAILED", "EXIT")
     rows = [header]
     for e in entries:
         if "unreadable" in e:
-            rows.append((str(e["seq"]), "(unreadable)", "", "", "", "", "", "", "", ""))
+            rows.append((str(e["seq"]), "(unreadable)", "", "", "", "", "", "", "", "", ""))
             continue
         c = _counts(e)
         rows.append(
@@ -89,6 +102,7 @@ def list_text(fleet: str, entries: list[dict[str, Any]]) -> str:
                 str(e.get("at", "")),
                 str(e.get("who", "")),
                 str(e.get("command", "")),
+                selection_cell(e),
                 source_text(e),
                 str(c["created"]),
                 str(c["changed"]),
@@ -146,6 +160,7 @@ def show_text(entry: dict[str, Any]) -> str:
         f"  result:    exit {entry.get('exit')}: {c['created']} created, {c['changed']} changed, "
         f"{c['deleted']} deleted, {c['failed']} failed",
         f"  options:   {' '.join(options) or '(none)'}" + (f"; host {host}" if host else ""),
+        f"  selection: {_selection_line(entry)}",
     ]
     confirmed = entry.get("confirmed")
     if isinstance(confirmed, dict):
@@ -160,6 +175,13 @@ def show_text(entry: dict[str, Any]) -> str:
         lines.append(f"  replaced:  hand-edited files it overwrote are kept in {entry['replaced']}")
     lines.append(f"Roll back to it: hermes-fleet rollback --to {entry['seq']} (add --dry-run to see the plan first)")
     return "\n".join(lines) + "\n"
+
+
+def _selection_line(entry: dict[str, Any]) -> str:
+    chosen = history.selection_text(entry)
+    if not chosen:
+        return "none (the whole fleet was applied)"
+    return f"{chosen} (only these bots were applied; a rollback to this entry applies them alone)"
 
 
 def _json(args: argparse.Namespace, kind: str, **fields: object) -> None:
@@ -184,6 +206,30 @@ def _unresolved(planned: Planned, seq: int) -> None:
         )
 
 
+def _selection(root: Path, state: DesiredState, chosen: Selection, seq: int, text_mode: bool) -> Selection | None:
+    """The selection the entry's run applied, which the rollback applies too (the entry's documents
+    are the whole fleet's, but only these bots were converged to them); None when nothing of it is
+    left to roll back. A bot it named that is neither in its manifests nor in this home now (the
+    run pruned it) is already as the run left it: it is left out, not refused as a typo."""
+    if not chosen:
+        return chosen
+    known = {*state.bots, *records.load(root, state.fleet).owned_bots()}
+    gone = sorted(chosen.bots - known)
+    narrowed = Selection(chosen.bots - set(gone), chosen.labels)
+    out = sys.stdout if text_mode else sys.stderr  # -o json: stdout is the document alone
+    print(
+        f"Entry {seq} applied only {chosen.describe()}: the rollback applies the same selection "
+        "(the other bots are left as they are).",
+        file=out,
+    )
+    if gone:
+        print(f"Bot(s) {', '.join(gone)}: in neither the entry's manifests nor this home, as entry {seq} left them.", file=out)
+    if gone and not narrowed.bots:
+        print("Nothing left to roll back.", file=out)
+        return None
+    return narrowed
+
+
 def cmd_rollback(args: argparse.Namespace) -> int:
     root, fleet = _fleet(args)
     common.check_host(args.host)
@@ -202,10 +248,13 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         snap.host = state.host  # the slice this run applies (--host may differ from the entry's)
         if text_mode:
             print(f"Rolling back fleet {fleet!r} to history entry {seq} ({target.get('at')}, {source_text(target)}).")
+        chosen = _selection(root, state, snap.selection, seq, text_mode)
+        if chosen is None:
+            return ExitCode.OK
         options = Options(prune=not args.no_prune, adopt=False, yes=args.yes, rooms=not args.no_rooms, rehost=args.rehost)
         gateway = common.gateway_options(args)
         planned = reconciling.plan_home(
-            root, state, result.files, options=options, gateway=gateway, hermes_version=args.hermes_version
+            root, state, result.files, options=options, gateway=gateway, hermes_version=args.hermes_version, selection=chosen
         )
         _unresolved(planned, seq)
         # A deletion the prune guard holds back is still one: rollback asks --yes for any of them.
@@ -242,6 +291,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
                 gateway=gateway,
                 hermes_version=args.hermes_version,
                 snapshot=snap,
+                selection=chosen,
             )
         )
     plan = planned.plan

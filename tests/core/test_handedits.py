@@ -36,3 +36,21 @@ def test_a_long_key_is_bounded() -> None:
 def test_compare_names_added_removed_changed() -> None:
     edits = handedits.compare("config.yaml", {"a": "1", "b": "2"}, {"a": "9", "c": "3"})
     assert (edits.added, edits.removed, edits.changed) == (("c",), ("b",), ("a",)) and edits.count == 3
+
+
+def test_profile_yaml_keys_the_fleet_manages() -> None:
+    """engine/applying/bots.py _write_profile_yaml: a set description writes `description_auto`
+    too; every bot's record `ui_meta.hermes-bots` is replaced whole, with its revision."""
+    fields = ["config:agent.max_turns", "profile:description", "botmode", "meta:title"]
+    managed = handedits.managed_keys(fields)[handedits.PROFILE]
+    assert managed == {"description", "description_auto", "ui_meta.hermes-bots", "_ui_meta_revisions.hermes-bots"}
+    data = {
+        "description": "d",
+        "description_auto": False,
+        "display_name": "Al",
+        "ui_meta": {"hermes-bots": {"title": "t"}, "desk": {"color": "teal"}},
+        "_ui_meta_revisions": {"hermes-bots": 3, "desk": 1},
+    }
+    assert set(handedits.config_digests(data, managed, SALT)) == {"display_name", "ui_meta.desk.color", "_ui_meta_revisions.desk"}
+    assert handedits.manages_profile_yaml(fields)
+    assert not handedits.manages_profile_yaml(["config:agent.max_turns", "env:K"])  # the root's install-wide settings

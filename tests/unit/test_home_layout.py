@@ -26,6 +26,10 @@ ALLOWED = {
     ("controller/core/health.py", "auth.json"): "a finding's label (where a credential was found); core reads no file",
     ("controller/core/handedits.py", "config.yaml"): "the hand-edit baseline's key for a file, and its label; core reads no file",
     ("controller/core/handedits.py", ".env"): "the hand-edit baseline's key for a file, and its label; core reads no file",
+    (
+        "controller/core/handedits.py",
+        "profile.yaml",
+    ): "the hand-edit baseline's key for a file, and its label; core reads no file",
 }
 PATH_CALLS = {"Path", "PurePath", "join"}
 
