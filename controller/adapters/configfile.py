@@ -26,6 +26,7 @@ from ruamel.yaml.scalarfloat import ScalarFloat
 from ruamel.yaml.scalarint import OctalInt
 from ruamel.yaml.tokens import CommentToken
 
+from controller import redact
 from controller.adapters import fsio, homebounds, sharing, yamlemit
 from controller.errors import HermesStateError, RefusedValue
 
@@ -389,8 +390,9 @@ _URL_CREDENTIAL = re.compile(r"://[^/\s]*@|[?&][^=&\s]+=")
 
 
 def may_hold_secret(value: Any) -> bool:
-    """True when `value` (plain data) shows a sign of a credential: a key that names one, or a URL
-    with a user or query part. Such values are kept in no state file (parse and observation caches)."""
+    """True when `value` (plain data) shows a sign of a credential: a key that names one, a URL
+    with a user or query part, or a token-shaped word (`redact.mask_text` would mask it: a key
+    pasted into a description). Such values are kept in no state file (parse and observation caches)."""
     return _may_hold_secret(value)
 
 
@@ -401,7 +403,9 @@ def _may_hold_secret(value: Any, key: str = "") -> bool:
         return any(_may_hold_secret(v, str(k)) for k, v in value.items())
     if isinstance(value, list):
         return any(_may_hold_secret(v) for v in value)
-    return isinstance(value, str) and _URL_CREDENTIAL.search(value) is not None
+    if not isinstance(value, str):
+        return False
+    return _URL_CREDENTIAL.search(value) is not None or redact.mask_text(value) != value
 
 
 def _json_exact(value: Any) -> bool:

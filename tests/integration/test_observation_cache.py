@@ -193,6 +193,17 @@ def test_the_cache_holds_no_secret(applied: Path, home: Path) -> None:
     assert os.environ["OR_KEY"] not in obscache.cache_path(home).read_text()
 
 
+def test_a_token_pasted_into_a_description_is_not_cached(applied: Path, home: Path) -> None:
+    """A key pasted into a profile's description (by hand, or by a bot) is no credential by its
+    key's name, but token-shaped: the profile's unit is left out of the cache, read every time."""
+    token = "sk-or-v1-" + "0123456789abcdef" * 4
+    meta = home / "profiles" / "alpha" / "profile.yaml"
+    meta.write_text(meta.read_text() + f"description: 'keep {token} safe'\n")
+    assert apply(applied, home).code == 0
+    assert token not in obscache.cache_path(home).read_text()
+    assert token not in "".join(p.read_text() for p in (home / ".hermes-fleet" / "cache").iterdir())
+
+
 def test_a_hand_edit_is_drift_in_the_next_watch_pass(home: Path, manifests: Path) -> None:
     write_fleet(manifests, [BOT, {"name": "beta", "title": "Two"}])
     reconciler = Reconciler(
