@@ -85,12 +85,17 @@ def key_of(st: os.stat_result, kind: str = FILE) -> Key:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid)
 
 
-def granularity(now_ns: int) -> int:
-    return COARSE_NS if now_ns % 1_000_000_000 == 0 else FINE_NS
+def granularity(key: Key) -> int:
+    """How far apart two timestamps of the file's file system can be and still be one tick: 2 s
+    when both of its timestamps are whole seconds (FAT, HFS+, ext4 with small inodes, some NFS),
+    else 20 ms."""
+    return COARSE_NS if key[3] % 1_000_000_000 == 0 and key[4] % 1_000_000_000 == 0 else FINE_NS
 
 
 def is_racy(key: Key, now_ns: int) -> bool:
-    return max(key[3], key[4]) >= now_ns - granularity(now_ns)
+    """True when the file may change again within the tick of its timestamps, after `now_ns`,
+    without changing its key (git's racy-clean rule)."""
+    return max(key[3], key[4]) >= now_ns - granularity(key)
 
 
 @dataclass
@@ -180,12 +185,12 @@ def unchanged(records: Iterable[tuple[str, str, Key | None, str]]) -> bool:
     """True when every recorded path still has its key (and a racy one its digest)."""
     for kind, path, key, digest in records:
         try:
-            now = key_of(_lstat(path) if kind == LSTAT else _stat(path), kind)
+            st = _lstat(path) if kind == LSTAT else _stat(path)
         except OSError:
-            now = None
-        if now != key:
+            st = None
+        if (None if st is None else key_of(st, kind)) != key:
             return False
-        if digest and (key is None or _digest(kind, path, _lstat(path) if kind == LSTAT else _stat(path)) != digest):
+        if digest and (st is None or _digest(kind, path, st) != digest):
             return False
     return True
 
@@ -248,10 +253,8 @@ def taint(why: str) -> None:
 
 def vouch(kind: str, paths: Iterable[str]) -> None:
     """Record `paths` as inputs of the running trace, if any (an answer that depends on them)."""
-    trace = _current()
-    if trace is not None:
-        for path in paths:
-            trace.note(kind, os.path.abspath(path))
+    for path in paths:
+        _note(kind, os.path.abspath(path))
 
 
 def _current() -> Trace | None:

@@ -32,10 +32,18 @@ from controller.adapters.home import HomeLayout, check_state_path
 
 KIND = "hermes-fleet-settled-plan"
 VERSION = 1
-MAX_BYTES = 512 * 1024 * 1024
+MAX_BYTES = 256 * 1024 * 1024  # about 3 MB a 1,000 bots: room for 50,000 and more
+MAX_RECORDS = inputtrace.MAX_PATHS
+MAX_DIGESTED_BYTES = 256 * 1024 * 1024  # what a check may read again (racy files), in all
 KINDS = frozenset({inputtrace.FILE, inputtrace.FOLDER, inputtrace.STAT, inputtrace.LSTAT})
-# Set anew for each command (by the shell; by pytest for each phase of a test) and read by no plan.
-SHELL_ONLY = frozenset({"_", "OLDPWD", "PYTEST_CURRENT_TEST"})
+# Set anew for each command or session (by the shell, sshd, a terminal, systemd, pytest for each
+# phase of a test) and read by no plan: left out of the environment's digest.
+SHELL_ONLY = frozenset(
+    {
+        "_", "OLDPWD", "PWD", "SHLVL", "PYTEST_CURRENT_TEST", "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY",
+        "XDG_SESSION_ID", "TERM_SESSION_ID", "WINDOWID", "INVOCATION_ID",
+    }
+)  # fmt: skip
 _PACKAGE = Path(__file__).resolve().parent.parent  # controller/
 
 
@@ -83,10 +91,13 @@ def code_key() -> str:
     path's folders (an edited module or an upgraded dependency is a new key)."""
     h = hashlib.sha256(f"{__version__}\0{VERSION}".encode())
     for folder, dirs, files in os.walk(_PACKAGE):
-        dirs.sort()
-        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
-            st = os.stat(os.path.join(folder, name))
+            try:
+                st = os.stat(os.path.join(folder, name))
+            except OSError:  # removed by an upgrade running now: a key no memo has
+                h.update(f"{folder}/{name}\0gone\n".encode())
+                continue
             h.update(f"{folder}/{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\n".encode())
     for entry in sys.path:
         try:
@@ -145,21 +156,29 @@ def load(root: Path) -> Settled | None:
 
 
 def _records(raw: Any) -> list[tuple[str, str, inputtrace.Key | None, str]] | None:
-    if not isinstance(raw, list):
+    """The records as `save` writes them, or None: a field of the wrong type or form, a path that
+    is not absolute or holds a NUL, more records or more bytes to digest again than a check may
+    take (a memo is hostile input: it must not make `plan` slow or crash)."""
+    if not isinstance(raw, list) or len(raw) > MAX_RECORDS:
         return None
     out: list[tuple[str, str, inputtrace.Key | None, str]] = []
+    digested = 0
     for item in raw:
         if not (isinstance(item, list) and len(item) == 4):
             return None
         kind, path, key, digest = item
-        if kind not in KINDS or not isinstance(path, str) or not path.startswith("/") or not isinstance(digest, str):
+        if kind not in KINDS or not isinstance(path, str) or not path.startswith("/") or "\0" in path:
             return None
-        if len(digest) > 64:
+        if not isinstance(digest, str) or len(digest) > 64:
             return None
         if key is None:
             out.append((kind, path, None, digest))
-        elif isinstance(key, list) and len(key) == 8 and all(type(n) is int for n in key):
-            out.append((kind, path, (key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7]), digest))
-        else:
+            continue
+        if not (isinstance(key, list) and len(key) == 8 and all(type(n) is int and n >= 0 for n in key)):
             return None
+        if digest:
+            digested += key[2]
+            if digested > MAX_DIGESTED_BYTES:
+                return None
+        out.append((kind, path, (key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7]), digest))
     return out

@@ -21,12 +21,14 @@ pickling (MIN_SHARE_BYTES).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import select
 import stat
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 MIN_SHARE_BYTES = 128 * 1024  # below this, fork + pickle cost about what the child saves
@@ -118,7 +120,23 @@ def start(files: list[str], parse: Callable[[str], Parsed | None], *, force: boo
     return Child(share, pid, read_fd, DEADLINE_SECONDS)
 
 
+_one_process = threading.local()
+
+
+@contextlib.contextmanager
+def in_one_process() -> Iterator[None]:
+    """Parse everything in this process for the block (the settled plan's traced run: a fork, and
+    the looks at /proc that decide on one, have no stat key: verbs/plan.py `settle`)."""
+    _one_process.on = True
+    try:
+        yield
+    finally:
+        _one_process.on = False
+
+
 def _can_fork() -> bool:
+    if getattr(_one_process, "on", False):
+        return False
     if not hasattr(os, "fork") or not hasattr(os, "sched_getaffinity"):
         return False
     try:

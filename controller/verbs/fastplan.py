@@ -60,8 +60,11 @@ def answer(args: argparse.Namespace) -> int | None:
         root = resolve_root(args.home)
     except ControllerError:
         return None
-    memo = settled.load(root)
-    if memo is None or not memo.holds(params(args, root)):
+    try:
+        memo = settled.load(root)
+        if memo is None or not memo.holds(params(args, root)):
+            return None
+    except Exception:  # a memo this check cannot take (hostile input): plan in full
         return None
     shown = memo.outputs.get(output_key(args.output, view_of(args), use_color(sys.stdout, args.color)))
     if shown is None:

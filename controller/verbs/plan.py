@@ -17,7 +17,7 @@ from controller.engine import history, reconciling
 from controller.engine.applying import ApplyResult
 from controller.engine.reconciling import Planned
 from controller.errors import ConflictError, ControllerError, ExitCode, UsageError
-from controller.manifests import reading
+from controller.manifests import parallel, reading
 from controller.manifests.desired import DesiredState
 from controller.redact import MaskedStream
 from controller.verbs import common, fastplan, reporting, suspend
@@ -267,17 +267,25 @@ def settle(args: argparse.Namespace, root: Path) -> None:
     so the next `plan` with the same inputs answers without reading them again. Kept only when
     that plan changes nothing and read only what stat keys vouch for. A write that fails is the
     apply's error, as the observation cache's (docs/performance.md#the-settled-plan)."""
-    if not obscache.wanted():
-        return
+    if not obscache.wanted() or "-" in (args.files or []):
+        return  # manifests from stdin cannot be read again (nor keyed)
     salt = settled.new_salt()
     errors = io.StringIO()
     try:
         cache = str(HomeLayout(root).state.cache)
-        with inputtrace.tracing(skip=[cache]) as trace, contextlib.redirect_stderr(MaskedStream(errors)):
+        with (
+            inputtrace.tracing(skip=[cache]) as trace,
+            parallel.in_one_process(),  # a fork, and the looks at /proc deciding on one, have no stat key
+            contextlib.redirect_stderr(MaskedStream(errors)),
+        ):
             planned = make_plan(args, yes=False)
             suspend.refuse_if_suspended(planned.root, force=False, verb="apply", dry_run=True)
     except (ControllerError, inputtrace.Busy):
         return  # what the apply itself did not run into (the gateway went away): plan in full next time
+    except Exception:  # the memo is a shortcut: an apply that converged never fails for want of it
+        if getattr(args, "debug", False):
+            raise
+        return
     if trace.tainted or planned.inputs.observed.rooms is not None:
         return
     if any(c.action is not Action.NOOP for c in planned.plan.changes):

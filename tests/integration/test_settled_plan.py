@@ -272,3 +272,73 @@ def test_a_file_a_manifest_names_is_an_input_whatever_its_name(home: Path, manif
     (manifests / "soul.py").write_text("You are loud.\n")
     assert not replayed(manifest, home)
     assert "bot/alpha" in changes(manifest, home)
+
+
+def test_a_link_planted_where_the_fence_looked_is_refused_as_in_a_full_plan(settled_home: Path, home: Path) -> None:
+    """The observation cache's containment hit stands for a folder's entries by its mtime: the
+    trace keys those folders in full, so a link planted in one is seen (exit 3), not replayed."""
+    (home / "profiles" / "alpha" / "state.db-shm").symlink_to("/etc/passwd")
+    assert not replayed_or_refused(settled_home, home)
+    full = plan(settled_home, home, "--no-cache")
+    assert full.code == 3
+    assert (plan(settled_home, home).code, plan(settled_home, home).err) == (full.code, full.err)
+
+
+def replayed_or_refused(manifest: Path, home: Path) -> bool:
+    try:
+        return replayed(manifest, home)
+    except AssertionError:
+        return False
+
+
+BOT_FILE = "apiVersion: hermes-fleet/v1\nkind: Bot\nmetadata: {{name: {name}, fleet: acme}}\nspec: {{}}\n"
+
+
+def test_a_fleet_in_several_files_is_kept(home: Path, manifests: Path) -> None:
+    """The parse of several files may fork a child, after a look at /proc: the traced plan parses
+    in one process (manifests/parallel.py `in_one_process`), so such a fleet is kept too."""
+    write_fleet(manifests, [BOT])
+    (manifests / "beta.yaml").write_text(
+        "apiVersion: hermes-fleet/v1\nkind: Bot\nmetadata: {name: beta, fleet: acme}\nspec: {}\n"
+    )
+    assert apply(manifests, home).code == 0, apply(manifests, home).text
+    time.sleep(0.05)
+    assert apply(manifests, home).code == 0
+    assert settled.path_of(home).is_file()
+    assert replayed(manifests, home)
+    (manifests / "gamma.yaml").write_text(
+        "apiVersion: hermes-fleet/v1\nkind: Bot\nmetadata: {name: gamma, fleet: acme}\nspec: {}\n"
+    )
+    assert not replayed(manifests, home)
+    assert "bot/gamma" in changes(manifests, home)
+
+
+def test_a_whole_second_timestamp_is_racy_for_two_seconds() -> None:
+    """On a file system that keeps whole seconds, a file written at 100.1 s has mtime 100.0 s: read
+    at 100.8 s it may still change in the same second without changing its key."""
+    second = 1_800_000_100 * 1_000_000_000
+    coarse: inputtrace.Key = (1, 2, 3, second, second, 0o100600, 0, 0)
+    fine: inputtrace.Key = (1, 2, 3, second + 123, second + 123, 0o100600, 0, 0)
+    assert inputtrace.is_racy(coarse, second + 800_000_000)
+    assert not inputtrace.is_racy(coarse, second + 2_500_000_000)
+    assert not inputtrace.is_racy(fine, second + 800_000_000)
+
+
+@pytest.mark.parametrize("record", [["s", "/tmp/a\u0000b", None, ""], ["f", "/x", [1, 2, 3, 4, 5, 6, 7, -8], ""]])
+def test_a_memo_with_a_bad_record_is_ignored_without_a_traceback(settled_home: Path, home: Path, record: list[Any]) -> None:
+    data = json.loads(settled.path_of(home).read_text())
+    data["records"].append(record)
+    settled.path_of(home).write_text(json.dumps(data))
+    run = plan(settled_home, home)
+    assert run.code == 0 and "Traceback" not in run.text and "No changes" in run.out
+    assert not replayed(settled_home, home)
+
+
+def test_manifests_from_stdin_keep_nothing(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io as stdio
+    import sys
+
+    manifest = write_fleet(manifests, [{"name": "alpha"}])
+    monkeypatch.setattr(sys, "stdin", stdio.TextIOWrapper(stdio.BytesIO(manifest.read_bytes())))
+    assert hermes_fleet("apply", "-f", "-", "--home", home).code == 0
+    assert not settled.path_of(home).exists()
