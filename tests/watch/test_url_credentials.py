@@ -10,6 +10,7 @@ of every run, any file under the home (the git cache's config, reflogs and FETCH
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import threading
 from collections.abc import Iterator
@@ -48,8 +49,15 @@ def served(tmp_path: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+        gc.collect()  # a connection git dropped mid-reply is collected here, inside this test (see below)
 
 
+# The standard library's threading HTTP server can leave the socket of a connection git reset in the
+# middle of a reply unclosed (its reader is not closed when the handler fails), so a
+# ResourceWarning about this test's own stand-in server (its address, never hermes-fleet's) fell at
+# random into this test or a later one under load. The fixture collects it before the test ends,
+# and the warning about that socket is not this test's subject.
+@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_token_in_the_git_url_is_never_shown_or_stored(served: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HERMES_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
