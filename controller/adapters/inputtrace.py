@@ -23,8 +23,10 @@ started, a socket, a signal sent (a liveness probe), a file under /proc, /sys or
 `expected_process` lets one adapter run a probe whose answer it vouches for with paths it names.
 
 Paths under `skip` (hermes-fleet's own caches, whose hits are vouched for by the stat keys of the
-files they stand for) and the interpreter's own files (imports; the code is keyed separately) are
-not recorded.
+files they stand for) and what the import system reads (a module's source and bytecode, the
+listings of the import path: the code is keyed separately) are not recorded. Imports are told by
+the frame that raised the event, never by a file's name or place: a manifest may name `soul.py`,
+and a Python installed in /usr holds no input of a plan but /usr/local/bin/hermes is one.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ _TAINTING = {
     "os.utime": "a file was written",
     "os.link": "a file was written",
 }
+_EVENTS = frozenset({"open", "os.listdir", "os.scandir", "sqlite3.connect", *_TAINTING})
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
@@ -130,16 +133,10 @@ class Trace:
             self.taint(f"{path} changed while it was read, or cannot be digested")
 
     def _ignored(self, path: str) -> bool:
-        return (
-            path.startswith(self.skip)
-            or path + os.sep in self.skip
-            or path.endswith((".py", ".pyc", ".so"))
-            or path.startswith(_OWN_PREFIXES)
-        )
+        return path.startswith(self.skip) or path + os.sep in self.skip
 
 
 TAINT = "taint"
-_OWN_PREFIXES = tuple(sorted({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}))
 
 
 def _take(kind: str, path: str, seen: os.stat_result | bool | None = True) -> Record:
@@ -241,10 +238,9 @@ def taint(why: str) -> None:
 
 def vouch(kind: str, paths: Iterable[str]) -> None:
     """Record `paths` as inputs of the running trace, if any (an answer that depends on them)."""
-    trace = _current()
-    if trace is not None:
+    if _current() is not None:
         for path in paths:
-            trace.note(kind, os.path.abspath(path))
+            _note(kind, os.path.abspath(path))
 
 
 def _current() -> Trace | None:
@@ -301,7 +297,7 @@ def _note(kind: str, value: Any, dir_fd: int | None = None, seen: os.stat_result
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     trace = _current()
-    if trace is None:
+    if trace is None or event not in _EVENTS or _importing():
         return
     if event == "open":
         if getattr(_guard, "opened_at", False):
@@ -321,6 +317,16 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         _note(STAT, database + "-wal")
     elif event in _TAINTING and not (trace._vouched and event in ("subprocess.Popen", "os.posix_spawn", "os.fork")):
         trace.taint(_TAINTING[event])
+
+
+def _importing() -> bool:
+    """Whether the event comes from the import system (a module's source, its cached bytecode, the
+    listing of a folder on the import path): the code, keyed apart (adapters/settled.py). Told by
+    the frame that raised it, not by the file's name: a manifest may name `soul.py`."""
+    return sys._getframe(2).f_code.co_filename.startswith(_IMPORT_FRAMES)
+
+
+_IMPORT_FRAMES = ("<frozen importlib._bootstrap", "<frozen zipimport")
 
 
 def _writes(mode: Any, flags: Any) -> bool:

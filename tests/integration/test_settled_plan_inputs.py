@@ -1,0 +1,314 @@
+"""Attacks on the settled plan (adapters/inputtrace.py, adapters/settled.py, verbs/fastplan.py):
+each test converges a home, changes one thing a full `plan` depends on, and checks that `plan`
+still prints what `plan --no-cache` (a full plan, nothing kept) prints. An input the trace missed
+shows as a replayed "No changes" (or a stale output) where the full plan sees the change."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from controller.adapters import settled
+from tests.integration.helpers import Run, apply, plan, write_fleet
+
+BOT = {"name": "alpha", "title": "One", "config": {"agent.max_turns": 12}, "env": {"OR_KEY": {"from_env": "OR_KEY"}}}
+BETA = {"name": "beta", "title": "Two"}
+
+
+def converge(manifest: Path, home: Path, *flags: str) -> None:
+    """Apply twice (the second past the tick of the first's writes) and check the memo is kept."""
+    first = apply(manifest, home, *flags)
+    assert first.code == 0, first.text
+    time.sleep(0.05)
+    second = apply(manifest, home, *flags)
+    assert second.code == 0, second.text
+    assert settled.path_of(home).is_file(), "the converged apply keeps the settled plan"
+    time.sleep(0.05)  # what the test changes next is past the memo's tick: only stat keys can catch it
+
+
+def both(manifest: Path, home: Path, *flags: str) -> tuple[Run, Run]:
+    """(plan, plan --no-cache), after checking they print the same."""
+    fast = plan(manifest, home, *flags)
+    full = plan(manifest, home, "--no-cache", *flags)
+    assert (fast.code, fast.out, fast.err) == (full.code, full.out, full.err)
+    return fast, full
+
+
+def assert_change_seen(manifest: Path, home: Path, *flags: str, shows: str = "", change: bool = True) -> Run:
+    """Both plans alike, and the full one shows the change (`change`: as a change, not only a note)."""
+    _, full = both(manifest, home, *flags)
+    if change:
+        assert "No changes" not in full.out or full.code != 0, full.text
+    if shows:
+        assert shows in full.text, full.text
+    return full
+
+
+# --- manifests and the files they name ------------------------------------------------------------
+
+
+def test_a_folder_given_to_f_gaining_a_manifest(home: Path, manifests: Path) -> None:
+    write_fleet(manifests, [BOT, BETA])
+    converge(manifests, home)
+    doc = {"apiVersion": "hermes-fleet/v1", "kind": "Bot", "metadata": {"name": "gamma", "fleet": "acme"}, "spec": {}}
+    (manifests / "gamma.yaml").write_text(json.dumps(doc))
+    assert_change_seen(manifests, home, shows="gamma")
+
+
+def test_a_soul_file_edited(home: Path, manifests: Path) -> None:
+    (manifests / "soul.md").write_text("You are alpha.\n")
+    manifest = write_fleet(manifests, [{**BOT, "soul_file": "soul.md"}, BETA])
+    converge(manifest, home)
+    (manifests / "soul.md").write_text("You are beta.\n")
+    assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+def test_a_from_file_secret_edited(home: Path, manifests: Path) -> None:
+    from tests.integration.conftest import SECRET_FILE
+
+    (manifests / "token.txt").write_text(SECRET_FILE + "\n")
+    manifest = write_fleet(manifests, [{**BOT, "env": {"TOKEN": {"from_file": "token.txt"}}}, BETA])
+    converge(manifest, home)
+    (manifests / "token.txt").write_text("file-rotated-value-000000\n")
+    assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+def test_an_absolute_from_file_secret_edited(home: Path, manifests: Path, tmp_path: Path) -> None:
+    secrets = tmp_path / "run-secrets"
+    secrets.mkdir()
+    (secrets / "token").write_text("first\n")
+    manifest = write_fleet(manifests, [{**BOT, "env": {"TOKEN": {"from_file": str(secrets / "token")}}}, BETA])
+    converge(manifest, home)
+    (secrets / "token").write_text("other\n")
+    assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+@pytest.mark.parametrize("name", ["soul.py", "soul.pyc", "soul.so"])
+def test_a_file_named_like_code_is_an_input_too(home: Path, manifests: Path, name: str) -> None:
+    """The trace leaves out the interpreter's imports; a file a manifest names is no import,
+    whatever it is called."""
+    (manifests / name).write_text("You are alpha.\n")
+    manifest = write_fleet(manifests, [{**BOT, "soul_file": name}, BETA])
+    converge(manifest, home)
+    (manifests / name).write_text("You are gamma.\n")
+    assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+def test_a_manifest_file_named_like_code(home: Path, manifests: Path) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA], name="fleet.py")
+    converge(manifest, home)
+    manifest.write_text(manifest.read_text().replace('"Two"', '"Too"'))
+    assert_change_seen(manifest, home, shows="bot/beta")
+
+
+# --- the home: profiles, links, markers -----------------------------------------------------------
+
+
+def test_a_managed_profile_folder_replaced_by_a_link_to_a_copy(home: Path, manifests: Path, tmp_path: Path) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    beta = home / "profiles" / "beta"
+    copy = tmp_path / "beta-copy"
+    shutil.copytree(beta, copy, symlinks=True)
+    shutil.rmtree(beta)
+    beta.symlink_to(copy)
+    full = assert_change_seen(manifest, home)
+    assert full.code == 3, full.text
+
+
+def test_an_unmanaged_profile_link_retargeted(home: Path, manifests: Path, tmp_path: Path) -> None:
+    for name, title in (("one", "Gamma"), ("two", "One")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "profile.yaml").write_text(f"bot:\n  title: {title}\n")
+    manifest = write_fleet(manifests, [BOT, BETA])
+    (home / "profiles").mkdir(parents=True)
+    (home / "profiles" / "gamma").symlink_to(tmp_path / "one")
+    converge(manifest, home)
+    link = home / "profiles" / "gamma"
+    link.unlink()
+    link.symlink_to(tmp_path / "two")
+    both(manifest, home)
+
+
+def test_a_env_link_retargeted(home: Path, manifests: Path) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA])
+    assert apply(manifest, home).code == 0
+    alpha = home / "profiles" / "alpha"
+    (alpha / ".env").rename(alpha / "env.a")
+    (alpha / ".env").symlink_to("env.a")
+    converge(manifest, home)
+    (alpha / "env.b").write_text("OR_KEY=another-value\n")
+    (alpha / ".env").unlink()
+    (alpha / ".env").symlink_to("env.b")
+    assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+def test_another_fleets_inventory_appearing(home: Path, manifests: Path, tmp_path: Path) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    other_home = tmp_path / "other-home"
+    other = write_fleet(tmp_path / "other", [BETA], fleet="other")
+    assert apply(other, other_home).code == 0
+    inventories = other_home / ".hermes-fleet" / "inventory"
+    for path in inventories.glob("*.json"):
+        shutil.copy(path, home / ".hermes-fleet" / "inventory" / path.name)
+    both(manifest, home)
+
+
+def test_an_owner_marker_planted_in_a_managed_profile(home: Path, manifests: Path) -> None:
+    from controller.adapters.home import OWNER_MARKER
+    from controller.adapters.inventory import marker_text
+
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    marker = home / "profiles" / "beta" / OWNER_MARKER
+    marker.write_text(marker_text("other", "beta"))
+    both(manifest, home)
+    marker.write_text(marker_text("acme", "someone"))
+    both(manifest, home)
+
+
+def test_an_owner_marker_planted_in_an_unmanaged_profile(home: Path, manifests: Path) -> None:
+    from controller.adapters.home import OWNER_MARKER
+    from controller.adapters.inventory import marker_text
+
+    manifest = write_fleet(manifests, [BOT, BETA])
+    (home / "profiles" / "gamma").mkdir(parents=True)
+    converge(manifest, home)
+    (home / "profiles" / "gamma" / OWNER_MARKER).write_text(marker_text("acme", "gamma"))
+    both(manifest, home)
+
+
+@pytest.mark.parametrize("how", ["renamed", "removed"])
+def test_a_profile_folder_renamed_or_removed(home: Path, manifests: Path, how: str) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    beta = home / "profiles" / "beta"
+    if how == "renamed":
+        beta.rename(home / "profiles" / "beta2")
+    else:
+        shutil.rmtree(beta)
+    assert_change_seen(manifest, home, shows="bot/beta")
+
+
+def test_a_new_unmanaged_profile_with_a_profile_yaml(home: Path, manifests: Path) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    gamma = home / "profiles" / "gamma"
+    gamma.mkdir()
+    (gamma / "profile.yaml").write_text("bot:\n  title: One\n")  # alpha's @-tag: the Desktop's roster has both
+    both(manifest, home)
+
+
+def test_an_unmanaged_profiles_profile_yaml_edited(home: Path, manifests: Path) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA])
+    gamma = home / "profiles" / "gamma"
+    gamma.mkdir(parents=True)
+    (gamma / "profile.yaml").write_text("bot:\n  title: Gee\n")
+    converge(manifest, home)
+    (gamma / "profile.yaml").write_text("bot:\n  title: One\n")
+    both(manifest, home)
+
+
+@pytest.mark.parametrize("entry", ["state.db-shm", "state.db-journal", "cron/.jobs.lock"])
+def test_a_link_out_of_the_profile_planted_where_hermes_fleet_writes(
+    home: Path, manifests: Path, tmp_path: Path, entry: str
+) -> None:
+    """home.check_profile refuses a link among the entries hermes-fleet writes that leads out of
+    the profile (exit 3). The observation cache skips that check while the profile's folders keep
+    their stat keys (their listings unchanged); the settled plan must see the listing change too."""
+    manifest = write_fleet(manifests, [{**BOT, "routines": [{"name": "digest", "schedule": "0 8 * * *", "prompt": "Hi"}]}])
+    converge(manifest, home)
+    outside = tmp_path / "outside"
+    outside.write_text("")
+    link = home / "profiles" / "alpha" / entry
+    assert link.parent.is_dir()
+    link.unlink(missing_ok=True)
+    link.symlink_to(outside)
+    full = assert_change_seen(manifest, home)
+    assert full.code == 3, full.text
+
+
+def test_a_cron_store_edited_keeping_its_size_and_mtime(home: Path, manifests: Path) -> None:
+    routine = {"name": "digest", "schedule": "0 8 * * *", "prompt": "Summarize the news."}
+    manifest = write_fleet(manifests, [{**BOT, "routines": [routine]}, BETA])
+    converge(manifest, home)
+    jobs = home / "profiles" / "alpha" / "cron" / "jobs.json"
+    before = jobs.stat()
+    jobs.write_text(jobs.read_text().replace("Summarize the news.", "Summarize the NEWS."))
+    os.utime(jobs, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert jobs.stat().st_size == before.st_size
+    assert_change_seen(manifest, home, shows="routine/")
+
+
+def test_the_root_config_edited(home: Path, manifests: Path) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA], config={"timezone": "Europe/Berlin"})
+    converge(manifest, home)
+    config = home / "config.yaml"
+    config.write_text(config.read_text().replace("Europe/Berlin", "Europe/Zurich"))
+    assert_change_seen(manifest, home, shows="Europe/Berlin")
+
+
+def test_the_managed_scope_config_edited(home: Path, manifests: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    managed = tmp_path / "etc-hermes"
+    managed.mkdir()
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    (managed / "config.yaml").write_text("agent:\n  max_turns: 3\n")
+    first = assert_change_seen(manifest, home, shows="max_turns", change=False)
+    converge(manifest, home)
+    (managed / "config.yaml").write_text("display:\n  compact: true\n")
+    assert both(manifest, home)[1].out != first.out
+
+
+def test_the_managed_scope_folder_appearing(home: Path, manifests: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    managed = tmp_path / "etc-hermes"
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    managed.mkdir()
+    (managed / "config.yaml").write_text("agent:\n  max_turns: 3\n")
+    assert_change_seen(manifest, home, shows="max_turns", change=False)
+
+
+def _delete_bot_chat(db: Path, keep_open: bool = False) -> sqlite3.Connection | None:
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DELETE FROM sessions WHERE title = 'Bot Chat'")
+    if keep_open:
+        return conn
+    conn.close()
+    return None
+
+
+def test_the_bot_chat_row_removed(home: Path, manifests: Path) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    _delete_bot_chat(home / "profiles" / "alpha" / "state.db")
+    assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+def test_the_bot_chat_row_removed_in_a_wal_a_writer_holds_open(home: Path, manifests: Path) -> None:
+    """Hermes keeps state.db in WAL mode with a connection open while it runs: a delete then lands
+    in state.db-wal, state.db itself keeps its bytes."""
+    manifest = write_fleet(manifests, [BOT, BETA])
+    db = home / "profiles" / "alpha" / "state.db"
+    assert apply(manifest, home).code == 0
+    conn = sqlite3.connect(db, isolation_level=None)
+    assert conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+    conn.execute("PRAGMA wal_autocheckpoint=0")
+    conn.execute("CREATE TABLE IF NOT EXISTS scratch (x)")
+    try:
+        converge(manifest, home)
+        before = db.stat()
+        conn.execute("DELETE FROM sessions WHERE title = 'Bot Chat'")
+        assert db.stat().st_mtime_ns == before.st_mtime_ns, "the delete is in the WAL only"
+        assert_change_seen(manifest, home, shows="bot/alpha")
+    finally:
+        conn.close()
