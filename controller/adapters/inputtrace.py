@@ -16,7 +16,8 @@ A path whose mtime or ctime falls within the timestamp granularity of the moment
 may change again in the same tick without changing its key (git's racy-clean rule), so such a file
 gets a digest of its bytes (read or only looked at: a cache hit vouches for the bytes by the key)
 and such a folder a digest of its names, taken before the traced code reads it; `unchanged`
-compares them again.
+compares them again. The digests are keyed with the trace's salt (BLAKE2b): a racy file may be a
+.env or a `from_file` secret, and a plain hash of one would check a guess of its value.
 
 Whatever no stat key can vouch for taints the trace, and a tainted trace is never used: a process
 started, a socket, a signal sent (a liveness probe), a file under /proc, /sys or /dev, a write.
@@ -107,6 +108,7 @@ class Trace:
     """The paths one thread looked at, by (kind, path)."""
 
     skip: tuple[str, ...] = ()
+    salt: bytes = b""  # keys the digests: a racy .env's or secret file's digest is no check for a guess
     records: dict[tuple[str, str], Record] = field(default_factory=dict)
     tainted: str = ""
     thread: int = field(default_factory=threading.get_ident)
@@ -128,7 +130,7 @@ class Trace:
         if path.startswith(("/proc/", "/sys/", "/dev/")) or path in ("/proc", "/sys", "/dev"):
             self.taint(f"{path} was read (it has no stat key that says it is unchanged)")
             return
-        self.records[(kind, path)] = _take(kind, path, seen)
+        self.records[(kind, path)] = _take(kind, path, seen, self.salt)
         if self.records[(kind, path)].digest == TAINT:
             self.taint(f"{path} changed while it was read, or cannot be digested")
 
@@ -139,7 +141,7 @@ class Trace:
 TAINT = "taint"
 
 
-def _take(kind: str, path: str, seen: os.stat_result | bool | None = True) -> Record:
+def _take(kind: str, path: str, seen: os.stat_result | bool | None = True, salt: bytes = b"") -> Record:
     """The key of `path`; with a digest when it is racy: a file's bytes whether it was read or
     only looked at (a cache hit vouches for its bytes by its key), a listed folder's names."""
     if seen is None:
@@ -151,32 +153,33 @@ def _take(kind: str, path: str, seen: os.stat_result | bool | None = True) -> Re
     key = key_of(st, kind)
     if not is_racy(key, time.time_ns()) or (kind != FOLDER and stat.S_ISDIR(st.st_mode)):
         return Record(key)
-    return Record(key, _digest(kind, path, st))
+    return Record(key, _digest(kind, path, st, salt))
 
 
-def _digest(kind: str, path: str, st: os.stat_result) -> str:
-    """Of a racy file's bytes or a racy folder's names; TAINT when it cannot be taken."""
+def _digest(kind: str, path: str, st: os.stat_result, salt: bytes = b"") -> str:
+    """Of a racy file's bytes or a racy folder's names, keyed with `salt`; TAINT when it cannot be
+    taken. Keyed, as the process key is (adapters/settled.py): the file may be a .env or a secret."""
     try:
         if stat.S_ISLNK(st.st_mode):
-            return hashlib.sha256(b"link:" + os.fsencode(_readlink(path))).hexdigest()
-        if kind == FOLDER:
-            if not stat.S_ISDIR(st.st_mode):
-                return hashlib.sha256(b"not a folder").hexdigest()
-            names = sorted(os.listdir(path))
-            return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
-        if not stat.S_ISREG(st.st_mode):
-            return hashlib.sha256(f"kind {stat.S_IFMT(st.st_mode)}".encode()).hexdigest()
-        if st.st_size > DIGEST_LIMIT:
+            data = b"link:" + os.fsencode(_readlink(path))
+        elif kind == FOLDER:
+            names = sorted(os.listdir(path)) if stat.S_ISDIR(st.st_mode) else None
+            data = b"not a folder" if names is None else "\0".join(names).encode("utf-8", "surrogateescape")
+        elif not stat.S_ISREG(st.st_mode):
+            data = f"kind {stat.S_IFMT(st.st_mode)}".encode()
+        elif st.st_size > DIGEST_LIMIT:
             return TAINT
-        from controller import bounded
+        else:
+            from controller import bounded
 
-        return hashlib.sha256(bounded.read_bytes(path, DIGEST_LIMIT)).hexdigest()
+            data = b"file:" + bounded.read_bytes(path, DIGEST_LIMIT)
+        return hashlib.blake2b(data, key=salt, digest_size=32).hexdigest()
     except Exception:  # gone, unreadable, grown: the trace is not kept
         return TAINT
 
 
-def unchanged(records: Iterable[tuple[str, str, Key | None, str]]) -> bool:
-    """True when every recorded path still has its key (and a racy one its digest)."""
+def unchanged(records: Iterable[tuple[str, str, Key | None, str]], salt: bytes = b"") -> bool:
+    """True when every recorded path still has its key (and a racy one its digest, keyed with `salt`)."""
     for kind, path, key, digest in records:
         try:
             now = key_of(_lstat(path) if kind == LSTAT else _stat(path), kind)
@@ -184,7 +187,7 @@ def unchanged(records: Iterable[tuple[str, str, Key | None, str]]) -> bool:
             now = None
         if now != key:
             return False
-        if digest and (key is None or _digest(kind, path, _lstat(path) if kind == LSTAT else _stat(path)) != digest):
+        if digest and (key is None or _digest(kind, path, _lstat(path) if kind == LSTAT else _stat(path), salt) != digest):
             return False
     return True
 
@@ -197,12 +200,13 @@ _guard = threading.local()
 
 
 @contextlib.contextmanager
-def tracing(skip: Iterable[str] = ()) -> Iterator[Trace]:
-    """Record what this thread reads until the block ends (one trace at a time per process)."""
+def tracing(skip: Iterable[str] = (), salt: bytes = b"") -> Iterator[Trace]:
+    """Record what this thread reads until the block ends (one trace at a time per process); the
+    digests of racy paths are keyed with `salt`."""
     global _active, _hook_installed
     if _active is not None:
         raise RuntimeError("a trace is already running")
-    trace = Trace(skip=tuple(os.path.join(os.path.abspath(s), "") for s in skip))
+    trace = Trace(skip=tuple(os.path.join(os.path.abspath(s), "") for s in skip), salt=salt)
     if not _hook_installed:
         sys.addaudithook(_audit)
         _hook_installed = True

@@ -54,7 +54,7 @@ class Settled:
             params == self.params
             and process_key(self.salt) == self.process
             and code_key() == self.code
-            and inputtrace.unchanged(self.records)
+            and inputtrace.unchanged(self.records, self.salt.encode())
         )
 
 

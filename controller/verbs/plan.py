@@ -273,7 +273,7 @@ def settle(args: argparse.Namespace, root: Path) -> None:
     errors = io.StringIO()
     try:
         cache = str(HomeLayout(root).state.cache)
-        with inputtrace.tracing(skip=[cache]) as trace, contextlib.redirect_stderr(MaskedStream(errors)):
+        with inputtrace.tracing(skip=[cache], salt=salt.encode()) as trace, contextlib.redirect_stderr(MaskedStream(errors)):
             planned = make_plan(args, yes=False)
             suspend.refuse_if_suspended(planned.root, force=False, verb="apply", dry_run=True)
     except ControllerError:

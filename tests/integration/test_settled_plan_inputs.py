@@ -312,3 +312,48 @@ def test_the_bot_chat_row_removed_in_a_wal_a_writer_holds_open(home: Path, manif
         assert_change_seen(manifest, home, shows="bot/alpha")
     finally:
         conn.close()
+
+
+# --- secrets in the memo ---------------------------------------------------------------------------
+
+
+def test_the_memo_keeps_no_secret_nor_a_plain_digest_of_one(home: Path, manifests: Path) -> None:
+    """A file recorded within the tick of its write is kept with a digest of its bytes: a .env, a
+    `from_file` secret can be such files (made racy here by dating them ahead). A plain sha256 of
+    a secret is a check for a guess: the memo keeps only digests keyed with its salt."""
+    import hashlib
+
+    from tests.integration.conftest import SECRET_FILE, SECRET_OR, SECRET_PEER
+
+    (manifests / "token.txt").write_text(SECRET_FILE + "\n")
+    env = {"OR_KEY": {"from_env": "OR_KEY"}, "PEER": {"from_env": "SPARK_KEY"}, "TOKEN": {"from_file": "token.txt"}}
+    manifest = write_fleet(manifests, [{**BOT, "env": env}, BETA])
+    converge(manifest, home)
+    ahead = time.time_ns() + 5_000_000_000
+    for path in (manifests / "token.txt", home / "profiles" / "alpha" / ".env"):
+        os.utime(path, ns=(ahead, ahead))
+    assert apply(manifest, home).code == 0
+    text = settled.path_of(home).read_text()
+    memo = settled.load(home)
+    assert memo is not None
+    racy = {Path(p).name for _, p, _, d in memo.records if d}
+    assert {".env", "token.txt"} <= racy, "the test makes them racy: the apply wrote them in the memo's tick"
+    for secret in (SECRET_OR, SECRET_PEER, SECRET_FILE):
+        assert secret not in text
+    for path in (manifests / "token.txt", home / "profiles" / "alpha" / ".env"):
+        assert hashlib.sha256(path.read_bytes()).hexdigest() not in text, path
+    assert replayed_same(manifest, home)
+    (manifests / "token.txt").write_text("file-rotated-value-000000\n")
+    assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+def replayed_same(manifest: Path, home: Path) -> bool:
+    """The plan is answered from the memo (it holds) and prints what the full plan prints."""
+    memo = settled.load(home)
+    from controller import cli
+    from controller.verbs import fastplan
+
+    args = cli.build_parser().parse_args(["plan", "-f", str(manifest), "--home", str(home)])
+    holds = memo is not None and memo.holds(fastplan.params(args, home))
+    both(manifest, home)
+    return holds
