@@ -44,6 +44,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from controller.manifests import parallel
+
 Key = tuple[int, int, int, int, int, int, int, int]  # dev, ino, size, mtime_ns, ctime_ns, mode, uid, gid
 FINE_NS = 20_000_000  # nanosecond timestamps still move by the kernel's clock tick (1-10 ms)
 COARSE_NS = 2_000_000_000  # whole-second timestamps (FAT keeps even seconds)
@@ -301,7 +303,7 @@ def _note(kind: str, value: Any, dir_fd: int | None = None, seen: os.stat_result
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     trace = _current()
-    if trace is None or event not in _EVENTS or _importing():
+    if trace is None or event not in _EVENTS or _untraced():
         return
     if event == "open":
         if getattr(_guard, "opened_at", False):
@@ -323,14 +325,21 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         trace.taint(_TAINTING[event])
 
 
-def _importing() -> bool:
-    """Whether the event comes from the import system (a module's source, its cached bytecode, the
-    listing of a folder on the import path): the code, keyed apart (adapters/settled.py). Told by
-    the frame that raised it, not by the file's name: a manifest may name `soul.py`."""
-    return sys._getframe(2).f_code.co_filename.startswith(_IMPORT_FRAMES)
+def _untraced() -> bool:
+    """Whether the event comes from code whose reads are no input of the answer, told by the frame
+    that raised it (never by a file's name: a manifest may name `soul.py`):
+
+    - the import system (a module's source, its cached bytecode, the listing of a folder on the
+      import path): the code, keyed apart (adapters/settled.py);
+    - the manifests' parallel parse (manifests/parallel.py): it reads this machine's CPUs and
+      threads (/proc, /sys) to decide whether to fork, and its child parses only files this
+      process stat'ed first (recorded by the wrapped `os.stat`)."""
+    name = sys._getframe(2).f_code.co_filename
+    return name.startswith(_IMPORT_FRAMES) or name == _PARALLEL_PARSE
 
 
 _IMPORT_FRAMES = ("<frozen importlib._bootstrap", "<frozen zipimport")
+_PARALLEL_PARSE = parallel.__file__
 
 
 def _writes(mode: Any, flags: Any) -> bool:

@@ -267,7 +267,7 @@ def settle(args: argparse.Namespace, root: Path) -> None:
     so the next `plan` with the same inputs answers without reading them again. Kept only when
     that plan changes nothing and read only what stat keys vouch for. A write that fails is the
     apply's error, as the observation cache's (docs/performance.md#the-settled-plan)."""
-    if not obscache.wanted():
+    if not obscache.wanted() or fastplan.reads_stdin(args):
         return
     salt = settled.new_salt()
     errors = io.StringIO()

@@ -357,3 +357,158 @@ def replayed_same(manifest: Path, home: Path) -> bool:
     holds = memo is not None and memo.holds(fastplan.params(args, home))
     both(manifest, home)
     return holds
+
+
+# --- renames, routines and time -------------------------------------------------------------------
+
+
+def _renamed(home: Path, manifests: Path) -> Path:
+    """alpha renamed to omega (done: the memo is kept with renamed_from still in the manifest)."""
+    manifest = write_fleet(manifests, [BOT, BETA])
+    assert apply(manifest, home).code == 0
+    manifest = write_fleet(manifests, [{**BOT, "name": "omega", "renamed_from": "alpha"}, BETA])
+    converge(manifest, home)
+    return manifest
+
+
+def test_a_finished_rename_then_a_wrapper_alias_for_the_old_name(home: Path, manifests: Path) -> None:
+    manifest = _renamed(home, manifests)
+    wrapper = Path(os.environ["HOME"]) / ".local" / "bin" / "alpha"
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text("#!/bin/sh\nexec hermes -p alpha \"$@\"\n")
+    both(manifest, home)
+
+
+def test_a_finished_rename_then_the_old_profile_back(home: Path, manifests: Path) -> None:
+    from controller.adapters.home import OWNER_MARKER
+    from controller.adapters.inventory import marker_text
+
+    manifest = _renamed(home, manifests)
+    old = home / "profiles" / "alpha"
+    old.mkdir()
+    (old / OWNER_MARKER).write_text(marker_text("acme", "alpha"))
+    both(manifest, home)
+
+
+def test_a_rename_cut_short_after_the_move(home: Path, manifests: Path) -> None:
+    """The folder moved by hand (as an interrupted apply leaves it) under a settled plan that still
+    has alpha: the full plan sees alpha gone and omega unknown."""
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    (home / "profiles" / "alpha").rename(home / "profiles" / "omega")
+    assert_change_seen(manifest, home, shows="bot/alpha")
+    renamed = write_fleet(manifests, [{**BOT, "name": "omega", "renamed_from": "alpha"}, BETA])
+    both(renamed, home)
+
+
+def test_a_gateway_starting_for_the_root_during_a_settled_rename(home: Path, manifests: Path) -> None:
+    manifest = _renamed(home, manifests)
+    pid = {"pid": os.getpid(), "kind": "hermes-gateway", "argv": ["hermes", "gateway", "run"]}
+    (home / "gateway.pid").write_text(json.dumps(pid))
+    both(manifest, home)
+
+
+ROUTINE = {"name": "digest", "schedule": "0 8 * * *", "prompt": "Summarize the news."}
+
+
+def test_tz_of_the_environment_changed(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    manifest = write_fleet(manifests, [{**BOT, "routines": [ROUTINE]}, BETA])
+    try:
+        converge(manifest, home)
+        monkeypatch.setenv("TZ", "Asia/Tokyo")
+        time.tzset()
+        both(manifest, home)
+        manifest.write_text(manifest.read_text().replace("0 8 * * *", "0 9 * * *"))
+        full = assert_change_seen(manifest, home, shows="routine/")
+        assert "Asia/Tokyo" in full.out or "JST" in full.out, full.out
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_a_bots_timezone_edited_in_its_config(home: Path, manifests: Path) -> None:
+    manifest = write_fleet(manifests, [{**BOT, "config": {"timezone": "Europe/Berlin"}, "routines": [ROUTINE]}, BETA])
+    converge(manifest, home)
+    config = home / "profiles" / "alpha" / "config.yaml"
+    config.write_text(config.read_text().replace("Europe/Berlin", "Europe/Zurich"))
+    assert_change_seen(manifest, home, shows="Europe/Berlin")
+
+
+def test_a_one_shot_routine_ran_and_was_removed_by_hermes(home: Path, manifests: Path) -> None:
+    soon = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() + 3600))
+    manifest = write_fleet(manifests, [{**BOT, "routines": [{**ROUTINE, "schedule": soon}]}, BETA])
+    converge(manifest, home)
+    jobs = home / "profiles" / "alpha" / "cron" / "jobs.json"
+    data = json.loads(jobs.read_text())
+    data["jobs"] = []
+    jobs.write_text(json.dumps(data))
+    both(manifest, home)
+
+
+# --- how the manifests are given ------------------------------------------------------------------
+
+
+GAMMA = {"apiVersion": "hermes-fleet/v1", "kind": "Bot", "metadata": {"name": "gamma", "fleet": "acme"}, "spec": {"title": "G"}}
+
+
+def test_a_fleet_in_several_files_is_kept_and_an_edit_of_any_is_seen(home: Path, manifests: Path) -> None:
+    """Two files or more are parsed with manifests/parallel.py, which looks at /proc before it
+    forks: a fleet in several files is kept (it was never kept before), and each file is an input."""
+    write_fleet(manifests, [BOT, BETA])
+    (manifests / "gamma.yaml").write_text(json.dumps(GAMMA))
+    converge(manifests, home)
+    (manifests / "gamma.yaml").write_text(json.dumps(GAMMA).replace('"G"', '"H"'))
+    assert_change_seen(manifests, home, shows="bot/gamma")
+
+
+def test_a_fleet_parsed_partly_in_a_forked_child(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large fleet in several files has its last files parsed by a forked child: the child's
+    files are stat'ed by this process first, so an edit of one is seen."""
+    from controller.manifests import parallel
+
+    children = []
+    real_start = parallel.start
+
+    def start(*args: object, **kwargs: object) -> parallel.Child | None:
+        child = real_start(*args, **kwargs)  # type: ignore[arg-type]
+        children.append(child)
+        return child
+
+    monkeypatch.setattr(parallel, "start", start)
+    padding = "# padding\n" * 20_000  # 200 KB: the child's share is worth a fork (MIN_SHARE_BYTES)
+    write_fleet(manifests, [BOT, BETA], name="a-fleet.yaml")
+    fleet = manifests / "a-fleet.yaml"
+    fleet.write_text(fleet.read_text() + padding * 2)
+    gamma = manifests / "z-gamma.yaml"
+    gamma.write_text(json.dumps(GAMMA) + "\n" + padding)
+    converge(manifests, home)
+    if not any(children):
+        pytest.skip("this machine does not fork for a parse (one CPU, or threads)")
+    gamma.write_text(json.dumps(GAMMA).replace('"G"', '"H"') + "\n" + padding)
+    assert_change_seen(manifests, home, shows="bot/gamma")
+
+
+def test_manifests_from_stdin_are_never_replayed(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    manifest = write_fleet(manifests, [BOT, BETA])
+    text = manifest.read_bytes()
+
+    def stdin(data: bytes) -> None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+
+    stdin(text)
+    assert apply(Path("-"), home).code == 0
+    stdin(text)
+    assert apply(Path("-"), home).code == 0
+    assert not settled.path_of(home).exists(), "stdin has no stat key: a plan of it is never kept"
+    other = text.replace(b'"Two"', b'"Too"')
+    stdin(other)
+    fast = plan(Path("-"), home)
+    stdin(other)
+    full = plan(Path("-"), home, "--no-cache")
+    assert (fast.code, fast.out) == (full.code, full.out)
+    assert "bot/beta" in full.out
