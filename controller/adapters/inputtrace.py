@@ -91,12 +91,15 @@ def key_of(st: os.stat_result, kind: str = FILE) -> Key:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode, st.st_uid, st.st_gid)
 
 
-def granularity(now_ns: int) -> int:
-    return COARSE_NS if now_ns % 1_000_000_000 == 0 else FINE_NS
+def granularity(key: Key) -> int:
+    """The timestamp tick of the path's filesystem, told by its own timestamps: whole seconds for
+    both (ext3, an ext4 of small inodes, FAT, HFS+) is a coarse one. (The clock's reading says
+    nothing about the filesystem: it is never a whole second.)"""
+    return COARSE_NS if key[3] % 1_000_000_000 == 0 and key[4] % 1_000_000_000 == 0 else FINE_NS
 
 
 def is_racy(key: Key, now_ns: int) -> bool:
-    return max(key[3], key[4]) >= now_ns - granularity(now_ns)
+    return max(key[3], key[4]) >= now_ns - granularity(key)
 
 
 @dataclass

@@ -512,3 +512,19 @@ def test_manifests_from_stdin_are_never_replayed(home: Path, manifests: Path, mo
     full = plan(Path("-"), home, "--no-cache")
     assert (fast.code, fast.out) == (full.code, full.out)
     assert "bot/beta" in full.out
+
+
+def test_a_file_of_a_whole_second_filesystem_is_racy_for_its_second() -> None:
+    """On a filesystem that keeps whole seconds (ext3, FAT, HFS+), a file recorded half a second
+    after its write can be written again in that second without changing its key: it must carry
+    a digest. Its tick is told by its own timestamps, not by the clock's reading."""
+    from controller.adapters import inputtrace
+
+    second = 1_700_000_000 * 1_000_000_000
+    coarse = (1, 2, 10, second, second, 0o100644, 0, 0)
+    fine = (1, 2, 10, second + 123_456_789, second + 123_456_789, 0o100644, 0, 0)
+    assert inputtrace.is_racy(coarse, second + 500_000_000)
+    assert inputtrace.is_racy(coarse, second + 1_900_000_000)
+    assert not inputtrace.is_racy(coarse, second + 2_100_000_000)
+    assert inputtrace.is_racy(fine, second + 130_000_000)
+    assert not inputtrace.is_racy(fine, second + 500_000_000)
