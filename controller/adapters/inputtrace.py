@@ -140,7 +140,8 @@ class Trace:
             self.taint(f"{path} changed while it was read, or cannot be digested")
 
     def _ignored(self, path: str) -> bool:
-        return path.startswith(self.skip) or path + os.sep in self.skip
+        skipped = path.startswith(self.skip) or path + os.sep in self.skip
+        return skipped and ".." not in path.split(os.sep)  # `cache/../x` is no cache's file
 
 
 TAINT = "taint"
@@ -249,7 +250,7 @@ def vouch(kind: str, paths: Iterable[str]) -> None:
     """Record `paths` as inputs of the running trace, if any (an answer that depends on them)."""
     if _current() is not None:
         for path in paths:
-            _note(kind, os.path.abspath(path))
+            _note(kind, absolute(path))
 
 
 def _current() -> Trace | None:
@@ -283,7 +284,14 @@ def _path_of(value: Any, dir_fd: int | None = None) -> str | None:
             return None  # this process's own descriptor (adapters/sessions.py checks what SQLite holds)
         if fd.isdigit():
             path = os.path.join(_readlink(f"{_FDS}{fd}"), rest)
-    return os.path.normpath(os.path.abspath(path))
+    return absolute(path)
+
+
+def absolute(path: str) -> str:
+    """`path` made absolute, "." and "//" folded; a ".." is left for the kernel to resolve: after a
+    symlink, `link/..` is the parent of the link's target, not the folder that holds the link."""
+    path = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    return path if ".." in path.split(os.sep) else os.path.normpath(path)
 
 
 def _note(kind: str, value: Any, dir_fd: int | None = None, seen: os.stat_result | bool | None = True) -> None:

@@ -375,7 +375,7 @@ def test_a_finished_rename_then_a_wrapper_alias_for_the_old_name(home: Path, man
     manifest = _renamed(home, manifests)
     wrapper = Path(os.environ["HOME"]) / ".local" / "bin" / "alpha"
     wrapper.parent.mkdir(parents=True)
-    wrapper.write_text("#!/bin/sh\nexec hermes -p alpha \"$@\"\n")
+    wrapper.write_text('#!/bin/sh\nexec hermes -p alpha "$@"\n')
     both(manifest, home)
 
 
@@ -528,3 +528,62 @@ def test_a_file_of_a_whole_second_filesystem_is_racy_for_its_second() -> None:
     assert not inputtrace.is_racy(coarse, second + 2_100_000_000)
     assert inputtrace.is_racy(fine, second + 130_000_000)
     assert not inputtrace.is_racy(fine, second + 500_000_000)
+
+
+def test_an_avatar_image_edited(home: Path, manifests: Path) -> None:
+    from tests.integration.helpers import tiny_png
+
+    (manifests / "alpha.png").write_bytes(tiny_png((200, 30, 60)))
+    manifest = write_fleet(manifests, [{**BOT, "avatar": {"image": "alpha.png"}}, BETA])
+    converge(manifest, home)
+    (manifests / "alpha.png").write_bytes(tiny_png((10, 200, 60)))
+    assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+def test_a_manifest_folder_link_retargeted_to_a_copy(home: Path, manifests: Path, tmp_path: Path) -> None:
+    """A copy keeps every file's size and mtime; the link's target is another folder all the same."""
+    write_fleet(manifests, [BOT, BETA])
+    link = tmp_path / "current"
+    link.symlink_to(manifests)
+    converge(link, home)
+    copy = tmp_path / "release-2"
+    shutil.copytree(manifests, copy)
+    shutil.copystat(manifests, copy)
+    fleet = copy / "fleet.yaml"
+    before = fleet.stat()
+    fleet.write_text(fleet.read_text().replace('"Two"', '"Too"'))
+    os.utime(fleet, ns=(before.st_atime_ns, before.st_mtime_ns))
+    link.unlink()
+    link.symlink_to(copy)
+    assert_change_seen(link, home, shows="bot/beta")
+
+
+def test_a_soul_file_named_through_a_link_and_dot_dot(home: Path, manifests: Path) -> None:
+    """`link/../soul.md` is where the kernel says, after the link: not `soul.md` beside the
+    manifest, as a lexical normalization of the path would have it."""
+    (manifests / "real" / "sub").mkdir(parents=True)
+    (manifests / "link").symlink_to("real/sub")
+    (manifests / "real" / "soul.md").write_text("You are alpha.\n")
+    (manifests / "soul.md").write_text("A decoy beside the manifest.\n")
+    manifest = write_fleet(manifests, [{**BOT, "soul_file": "link/../soul.md"}, BETA])
+    converge(manifest, home)
+    (manifests / "real" / "soul.md").write_text("You are omega.\n")
+    assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+def test_the_trace_resolves_dot_dot_after_a_link_as_the_kernel_does(tmp_path: Path) -> None:
+    from controller.adapters import inputtrace
+
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "link").symlink_to("real/sub")
+    (tmp_path / "real" / "soul.md").write_text("read\n")
+    (tmp_path / "soul.md").write_text("decoy\n")
+    time.sleep(0.05)
+    with inputtrace.tracing() as trace:
+        with open(f"{tmp_path}/link/../soul.md") as handle:
+            assert handle.read() == "read\n"
+        os.stat(f"{tmp_path}/link/../soul.md")
+    records = [(k, p, r.key, r.digest) for (k, p), r in trace.records.items()]
+    assert inputtrace.unchanged(records)
+    (tmp_path / "real" / "soul.md").write_text("changed\n")
+    assert not inputtrace.unchanged(records)
