@@ -587,3 +587,22 @@ def test_the_trace_resolves_dot_dot_after_a_link_as_the_kernel_does(tmp_path: Pa
     assert inputtrace.unchanged(records)
     (tmp_path / "real" / "soul.md").write_text("changed\n")
     assert not inputtrace.unchanged(records)
+
+
+def test_hermes_installed_on_path_after_the_memo(
+    home: Path, manifests: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No hermes on PATH when the memo was made ("Hermes version unknown"); then one is put in a
+    folder on PATH: its version is read by the full plan."""
+    from tests.hermes_support import require_hermes
+
+    real = require_hermes()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    assert "Hermes version unknown" in plan(manifest, home).out
+    (bin_dir / "hermes").symlink_to(real)
+    fast, _ = both(manifest, home)
+    assert "Hermes version unknown" not in fast.out
