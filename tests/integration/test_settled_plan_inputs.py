@@ -606,3 +606,45 @@ def test_hermes_installed_on_path_after_the_memo(
     (bin_dir / "hermes").symlink_to(real)
     fast, _ = both(manifest, home)
     assert "Hermes version unknown" not in fast.out
+
+
+def _hermes_venv(folder: Path) -> Path:
+    """A Python environment that reads as a Hermes install to hermes-fleet's probes: a `hermes`
+    console script whose `#!` names its Python, and hermes-agent's package metadata (what
+    importlib.metadata reads: METADATA's Name and Version). Returns its site-packages."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    meta = site / "hermes_agent-0.19.0.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: hermes-agent\nVersion: 0.19.0\n")
+    (folder / "bin" / "hermes").write_text(f"#!{python}\nimport sys\nsys.exit(0)\n")
+    (folder / "bin" / "hermes").chmod(0o755)
+    return site
+
+
+def test_the_mcp_library_installed_after_the_memo(
+    home: Path, manifests: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fleet with MCP servers asks the Hermes environment whether it has the mcp library (a
+    child process): the answer is kept with the folders it was looked for in, so such a fleet
+    gets a settled plan, and the library appearing there is seen."""
+    site = _hermes_venv(tmp_path / "hermes-venv")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'hermes-venv' / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    manifest = write_fleet(manifests, [{**BOT, "mcp_servers": {"docs": {"url": "https://mcp.example.com/mcp"}}}, BETA])
+    converge(manifest, home)
+    assert "no mcp library" in plan(manifest, home).out
+    (site / "mcp").mkdir()
+    (site / "mcp" / "__init__.py").write_text("")
+    fast, _ = both(manifest, home)
+    assert "no mcp library" not in fast.out
