@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -648,3 +649,27 @@ def test_the_mcp_library_installed_after_the_memo(
     (site / "mcp" / "__init__.py").write_text("")
     fast, _ = both(manifest, home)
     assert "no mcp library" not in fast.out
+
+
+def test_a_settled_plan_does_not_depend_on_the_clock(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo has no expiry: a plan of no-ops must print the same whenever it runs. Routines
+    (a frequent one, a one-shot an hour ahead) planned with the clock two days on."""
+    from datetime import UTC, datetime, timedelta
+
+    from controller.engine import reconciling
+    from controller.manifests import validating
+
+    soon = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() + 3600))
+    routines = [{**ROUTINE, "schedule": "*/5 * * * *"}, {**ROUTINE, "name": "once", "schedule": soon}]
+    manifest = write_fleet(manifests, [{**BOT, "routines": routines}, BETA])
+    converge(manifest, home)
+
+    class Later(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return datetime.now(tz or UTC) + timedelta(days=2)
+
+    monkeypatch.setattr(reconciling, "datetime", Later)
+    monkeypatch.setattr(validating, "datetime", Later)
+    for flags in [(), ("-o", "json"), ("--detail",)]:
+        both(manifest, home, *flags)
