@@ -673,3 +673,22 @@ def test_a_settled_plan_does_not_depend_on_the_clock(home: Path, manifests: Path
     monkeypatch.setattr(validating, "datetime", Later)
     for flags in [(), ("-o", "json"), ("--detail",)]:
         both(manifest, home, *flags)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the memo is not bound to anything a bot cannot write: a bot (the same user, writing its "
+    "home) can drop its own files' records from a well-formed memo and then drift unseen by `plan`; "
+    "needs a MAC keyed outside the bots' reach (a design decision; the observation cache shares it)",
+)
+def test_a_memo_forged_by_a_bot_that_writes_the_home(home: Path, manifests: Path) -> None:
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    memo = settled.load(home)
+    assert memo is not None
+    config = str(home / "profiles" / "alpha" / "config.yaml")
+    kept = [r for r in memo.records if r[1] != config]
+    settled.save(home, settled.Settled(memo.params, memo.process, memo.code, memo.salt, kept, memo.outputs))
+    path = home / "profiles" / "alpha" / "config.yaml"
+    path.write_text(path.read_text().replace("max_turns: 12", "max_turns: 99"))
+    assert_change_seen(manifest, home, shows="bot/alpha")
