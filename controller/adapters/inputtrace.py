@@ -105,7 +105,7 @@ def is_racy(key: Key, now_ns: int) -> bool:
 @dataclass
 class Record:
     key: Key | None  # None: absent
-    digest: str = ""  # racy files and folders: of the bytes, of the sorted names
+    digest: str = ""  # racy files and folders: of the bytes, of the sorted names and kinds
 
 
 @dataclass
@@ -169,8 +169,8 @@ def _digest(kind: str, path: str, st: os.stat_result, salt: bytes = b"") -> str:
         if stat.S_ISLNK(st.st_mode):
             data = b"link:" + os.fsencode(_readlink(path))
         elif kind == FOLDER:
-            names = sorted(os.listdir(path)) if stat.S_ISDIR(st.st_mode) else None
-            data = b"not a folder" if names is None else "\0".join(names).encode("utf-8", "surrogateescape")
+            entries = _entries(path) if stat.S_ISDIR(st.st_mode) else None
+            data = b"not a folder" if entries is None else "\0".join(entries).encode("utf-8", "surrogateescape")
         elif not stat.S_ISREG(st.st_mode):
             data = f"kind {stat.S_IFMT(st.st_mode)}".encode()
         elif st.st_size > DIGEST_LIMIT:
@@ -182,6 +182,13 @@ def _digest(kind: str, path: str, st: os.stat_result, salt: bytes = b"") -> str:
         return hashlib.blake2b(data, key=salt, digest_size=32).hexdigest()
     except Exception:  # gone, unreadable, grown: the trace is not kept
         return TAINT
+
+
+def _entries(path: str) -> list[str]:
+    """A folder's names, each with what it is as the listing says (a file swapped for a link of the
+    same name in the folder's tick is a change: the containment check reads that)."""
+    with os.scandir(path) as listing:
+        return sorted(f"{e.name}/{'l' if e.is_symlink() else 'd' if e.is_dir(follow_symlinks=False) else 'f'}" for e in listing)
 
 
 def unchanged(records: Iterable[tuple[str, str, Key | None, str]], salt: bytes = b"") -> bool:

@@ -692,3 +692,24 @@ def test_a_memo_forged_by_a_bot_that_writes_the_home(home: Path, manifests: Path
     path = home / "profiles" / "alpha" / "config.yaml"
     path.write_text(path.read_text().replace("max_turns: 12", "max_turns: 99"))
     assert_change_seen(manifest, home, shows="bot/alpha")
+
+
+def test_a_racy_folder_whose_file_became_a_link_of_the_same_name(tmp_path: Path) -> None:
+    """A folder listed within its tick is kept with a digest of its listing; a file replaced by a
+    link of the same name in that tick keeps every name (and the folder's key, within the tick:
+    given here by taking the folder's new key into the record)."""
+    from controller.adapters import inputtrace
+
+    folder = tmp_path / "profile"
+    folder.mkdir()
+    (folder / "state.db-shm").write_text("")
+    ahead = time.time_ns() + 5_000_000_000
+    os.utime(folder, ns=(ahead, ahead))
+    with inputtrace.tracing() as trace:
+        os.listdir(folder)
+    records = [(k, p, r.key, r.digest) for (k, p), r in trace.records.items()]
+    assert records and all(d for _, _, _, d in records), "a racy folder carries a digest"
+    (folder / "state.db-shm").unlink()
+    (folder / "state.db-shm").symlink_to(tmp_path / "outside")
+    key = inputtrace.key_of(folder.stat(), inputtrace.FOLDER)
+    assert not inputtrace.unchanged([(k, p, key, d) for k, p, _, d in records])
