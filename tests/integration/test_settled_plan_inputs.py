@@ -137,17 +137,22 @@ def test_an_unmanaged_profile_link_retargeted(home: Path, manifests: Path, tmp_p
     both(manifest, home)
 
 
-def test_a_env_link_retargeted(home: Path, manifests: Path) -> None:
+@pytest.mark.parametrize("where", ["inside", "outside"])
+def test_a_env_link_retargeted(home: Path, manifests: Path, tmp_path: Path, where: str) -> None:
+    """Inside the profile: the other file's values are drift. Outside: a link out of the profile
+    is refused (exit 3)."""
     manifest = write_fleet(manifests, [BOT, BETA])
     assert apply(manifest, home).code == 0
     alpha = home / "profiles" / "alpha"
     (alpha / ".env").rename(alpha / "env.a")
     (alpha / ".env").symlink_to("env.a")
     converge(manifest, home)
-    (alpha / "env.b").write_text("OR_KEY=another-value\n")
+    target = alpha / "env.b" if where == "inside" else tmp_path / "env.b"
+    target.write_text("OR_KEY=another-value\n")
     (alpha / ".env").unlink()
-    (alpha / ".env").symlink_to("env.b")
-    assert_change_seen(manifest, home, shows="bot/alpha")
+    (alpha / ".env").symlink_to(target)
+    full = assert_change_seen(manifest, home, shows="bot/alpha" if where == "inside" else "")
+    assert full.code == (0 if where == "inside" else 3), full.text
 
 
 def test_another_fleets_inventory_appearing(home: Path, manifests: Path, tmp_path: Path) -> None:
@@ -713,3 +718,21 @@ def test_a_racy_folder_whose_file_became_a_link_of_the_same_name(tmp_path: Path)
     (folder / "state.db-shm").symlink_to(tmp_path / "outside")
     key = inputtrace.key_of(folder.stat(), inputtrace.FOLDER)
     assert not inputtrace.unchanged([(k, p, key, d) for k, p, _, d in records])
+
+
+def test_the_managed_scope_folder_a_link_retargeted(
+    home: Path, manifests: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, text in (("a", "agent:\n  max_turns: 3\n"), ("b", "display:\n  compact: true\n")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.yaml").write_text(text)
+    link = tmp_path / "etc-hermes"
+    link.symlink_to(tmp_path / "a")
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(link))
+    manifest = write_fleet(manifests, [BOT, BETA])
+    converge(manifest, home)
+    assert "max_turns" in plan(manifest, home).out
+    link.unlink()
+    link.symlink_to(tmp_path / "b")
+    fast, _ = both(manifest, home)
+    assert "max_turns" not in fast.out
