@@ -53,8 +53,10 @@ DIGEST_LIMIT = 64 * 1024 * 1024  # a racy file larger than this taints the trace
 MAX_PATHS = 2_000_000  # more than this taints the trace (a memo that large is not worth keeping)
 
 # Kinds of record: "f" a file read (followed), "d" a folder listed (followed), "s" a path stat'ed
-# (followed), "l" a path lstat'ed (not followed).
-FILE, FOLDER, STAT, LSTAT = "f", "d", "s", "l"
+# (followed), "l" a path lstat'ed (not followed), "k" whether a path is a link (not followed: an
+# absent path and one of any other kind are alike, a link is recorded by its own key; `vouch`es
+# only, for a check that looked for links among a folder's entries).
+FILE, FOLDER, STAT, LSTAT, LINK = "f", "d", "s", "l", "k"
 
 _stat, _lstat, _access, _readlink, _open = os.stat, os.lstat, os.access, os.readlink, os.open
 _TAINTING = {
@@ -139,6 +141,12 @@ class Trace:
         if self.records[(kind, path)].digest == TAINT:
             self.taint(f"{path} changed while it was read, or cannot be digested")
 
+    def inputs(self) -> list[tuple[str, str, Key | None, str]]:
+        """(kind, path, key, digest) of each record, but a link check of a path also lstat'ed:
+        its lstat key says whether it is a link already."""
+        records = self.records
+        return [(k, p, r.key, r.digest) for (k, p), r in records.items() if k != LINK or (LSTAT, p) not in records]
+
     def _ignored(self, path: str) -> bool:
         skipped = path.startswith(self.skip) or path + os.sep in self.skip
         return skipped and ".." not in path.split(os.sep)  # `cache/../x` is no cache's file
@@ -153,8 +161,10 @@ def _take(kind: str, path: str, seen: os.stat_result | bool | None = True, salt:
     if seen is None:
         return Record(None)
     try:
-        st = seen if isinstance(seen, os.stat_result) else _lstat(path) if kind == LSTAT else _stat(path)
+        st = seen if isinstance(seen, os.stat_result) else _lstat(path) if kind in (LSTAT, LINK) else _stat(path)
     except OSError:
+        return Record(None)
+    if kind == LINK and not stat.S_ISLNK(st.st_mode):
         return Record(None)
     key = key_of(st, kind)
     if not is_racy(key, time.time_ns()) or (kind != FOLDER and stat.S_ISDIR(st.st_mode)):
@@ -195,12 +205,14 @@ def unchanged(records: Iterable[tuple[str, str, Key | None, str]], salt: bytes =
     """True when every recorded path still has its key (and a racy one its digest, keyed with `salt`)."""
     for kind, path, key, digest in records:
         try:
-            now = key_of(_lstat(path) if kind == LSTAT else _stat(path), kind)
+            st: os.stat_result | None = _lstat(path) if kind in (LSTAT, LINK) else _stat(path)
         except OSError:
-            now = None
-        if now != key:
+            st = None
+        if kind == LINK and st is not None and not stat.S_ISLNK(st.st_mode):
+            st = None
+        if (None if st is None else key_of(st, kind)) != key:
             return False
-        if digest and (key is None or _digest(kind, path, _lstat(path) if kind == LSTAT else _stat(path), salt) != digest):
+        if digest and (st is None or _digest(kind, path, st, salt) != digest):
             return False
     return True
 

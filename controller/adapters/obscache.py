@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import __version__, bounded
-from controller.adapters import configfile, fsio, inputtrace
+from controller.adapters import configfile, fsio
 from controller.adapters.home import HomeLayout, check_state_path
 
 VERSION = 2  # 2: a profile whose owner marker names another profile is never cached
@@ -65,8 +65,6 @@ def stat_keys(paths: Iterable[str]) -> tuple[Key, ...] | None:
             return None
         if stat.S_ISLNK(st.st_mode):
             return None
-        if stat.S_ISDIR(st.st_mode):  # its key stands for its listing: a trace (the settled plan) records that
-            inputtrace.vouch(inputtrace.FOLDER, [path])
         keys.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     return tuple(keys)
 

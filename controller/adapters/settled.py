@@ -33,7 +33,7 @@ from controller.adapters.home import HomeLayout, check_state_path
 KIND = "hermes-fleet-settled-plan"
 VERSION = 1
 MAX_BYTES = 512 * 1024 * 1024
-KINDS = frozenset({inputtrace.FILE, inputtrace.FOLDER, inputtrace.STAT, inputtrace.LSTAT})
+KINDS = frozenset({inputtrace.FILE, inputtrace.FOLDER, inputtrace.STAT, inputtrace.LSTAT, inputtrace.LINK})
 # Set anew for each command (by the shell; by pytest for each phase of a test) and read by no plan.
 SHELL_ONLY = frozenset({"_", "OLDPWD", "PYTEST_CURRENT_TEST"})
 _PACKAGE = Path(__file__).resolve().parent.parent  # controller/

@@ -282,13 +282,12 @@ def settle(args: argparse.Namespace, root: Path) -> None:
         return
     if any(c.action is not Action.NOOP for c in planned.plan.changes):
         return
-    records = [(kind, path, r.key, r.digest) for (kind, path), r in trace.records.items()]
     memo = settled.Settled(
         params=fastplan.params(args, root),
         process=settled.process_key(salt),
         code=settled.code_key(),
         salt=salt,
-        records=records,
+        records=trace.inputs(),
         outputs={"stderr": errors.getvalue(), **settled_outputs(planned, args)},
     )
     settled.save(root, memo)

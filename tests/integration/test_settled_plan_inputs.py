@@ -736,3 +736,21 @@ def test_the_managed_scope_folder_a_link_retargeted(
     link.symlink_to(tmp_path / "b")
     fast, _ = both(manifest, home)
     assert "max_turns" not in fast.out
+
+
+def test_the_cron_tickers_heartbeat_keeps_the_settled_plan(home: Path, manifests: Path) -> None:
+    """A running gateway's cron ticker writes cron/ticker_heartbeat every minute, atomically (a
+    temp file renamed: 0.19.0 cron/jobs.py:_atomic_write_epoch), so the cron folder's listing key
+    moves each time: what no plan reads must not make every plan a full one."""
+    manifest = write_fleet(manifests, [{**BOT, "routines": [ROUTINE]}, BETA])
+    converge(manifest, home)
+    cron = home / "profiles" / "alpha" / "cron"
+    temp = cron / ".hb_x.tmp"
+    temp.write_text(f"{time.time()}\n")
+    temp.rename(cron / "ticker_heartbeat")
+    memo = settled.load(home)
+    from controller import cli
+    from controller.verbs import fastplan
+
+    args = cli.build_parser().parse_args(["plan", "-f", str(manifest), "--home", str(home)])
+    assert memo is not None and memo.holds(fastplan.params(args, home))
