@@ -341,9 +341,10 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         elif _writes(args[1], args[2]):
             trace.taint("a file was opened for writing")
         else:
-            _note(FILE, args[0])
+            _note(_opened(args[2]), args[0])
     elif event in ("os.listdir", "os.scandir"):
-        _note(FOLDER, "." if args[0] is None else args[0])
+        listed = "." if args[0] is None else args[0]
+        _note(FOLDER, f"{_FDS}{listed}/." if isinstance(listed, int) else listed)  # a folder's descriptor: its path
     elif event == "sqlite3.connect":
         database = _database_path(args[0])
         if database is None:
@@ -370,6 +371,15 @@ def _untraced() -> bool:
 
 _IMPORT_FRAMES = ("<frozen importlib._bootstrap", "<frozen zipimport")
 _PARALLEL_PARSE = parallel.__file__
+
+
+def _opened(flags: Any) -> str:
+    """The kind of record of an open with `flags`: a folder opened (O_DIRECTORY, to open files
+    beneath it) is only looked at, as by a stat (its listing is not read, and a running Hermes
+    renames files into the home's folders all the time); anything else is a file read."""
+    if isinstance(flags, int) and flags & os.O_DIRECTORY:
+        return LSTAT if flags & os.O_NOFOLLOW else STAT
+    return FILE
 
 
 def _writes(mode: Any, flags: Any) -> bool:
@@ -420,7 +430,7 @@ def _w_readlink(path: Any, *, dir_fd: int | None = None) -> Any:
 
 def _w_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
     if dir_fd is not None and not flags & _WRITE_FLAGS and _current() is not None:
-        _note(FILE, path, dir_fd)
+        _note(_opened(flags), path, dir_fd)
         _guard.opened_at = True  # the audit event that follows names the path relative to dir_fd
     try:
         return _open(path, flags, mode, dir_fd=dir_fd)

@@ -754,3 +754,29 @@ def test_the_cron_tickers_heartbeat_keeps_the_settled_plan(home: Path, manifests
 
     args = cli.build_parser().parse_args(["plan", "-f", str(manifest), "--home", str(home)])
     assert memo is not None and memo.holds(fastplan.params(args, home))
+
+
+def test_a_folder_opened_is_looked_at_and_a_listing_by_its_descriptor_is_a_listing(tmp_path: Path) -> None:
+    """Opening a folder (to open files beneath it, as the Bot Chat lookup does) reads nothing of
+    its listing: a file renamed into it keeps the record. Listing it through its descriptor does."""
+    from controller.adapters import inputtrace
+
+    folder = tmp_path / "profile"
+    folder.mkdir()
+    time.sleep(0.05)
+    with inputtrace.tracing() as trace:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        os.close(fd)
+    opened = [(k, p, r.key, r.digest) for (k, p), r in trace.records.items()]
+    assert [k for k, *_ in opened] == [inputtrace.LSTAT]
+    with inputtrace.tracing() as trace:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.listdir(fd)
+        finally:
+            os.close(fd)
+    listed = [(k, p, r.key, r.digest) for (k, p), r in trace.records.items() if k == inputtrace.FOLDER]
+    assert [p for _, p, _, _ in listed] == [str(folder)]
+    (folder / "ticker_heartbeat").write_text("1\n")
+    assert inputtrace.unchanged(opened)
+    assert not inputtrace.unchanged(listed)
