@@ -365,7 +365,8 @@ def _untraced() -> bool:
     - the manifests' parallel parse (manifests/parallel.py): it reads this machine's CPUs and
       threads (/proc, /sys) to decide whether to fork, and its child parses only files this
       process stat'ed first (recorded by the wrapped `os.stat`)."""
-    name = sys._getframe(2).f_code.co_filename
+    caller = sys._getframe(1).f_back  # the frame that raised it (0: this function, 1: _audit)
+    name = caller.f_code.co_filename if caller is not None else ""
     return name.startswith(_IMPORT_FRAMES) or name == _PARALLEL_PARSE
 
 
