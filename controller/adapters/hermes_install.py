@@ -74,7 +74,12 @@ class McpLibrary:
     where: str  # the interpreter asked, or why none was
 
 
-_ASK_MCP = "import importlib.util as u; print('yes' if u.find_spec('mcp') else 'no')"
+# The answer, and the folders it was looked for in (the import path): the same while they are (a
+# trace of this probe records them: adapters/inputtrace.py).
+_ASK_MCP = (
+    "import importlib.util as u, os, sys; print('yes' if u.find_spec('mcp') else 'no'); "
+    "print('\\0'.join(os.path.abspath(p) for p in sys.path))"
+)
 MCP_EXTRA = "hermes-agent[mcp]"
 
 
@@ -96,14 +101,20 @@ def mcp_library(hermes: str | None = None) -> McpLibrary:
     if python is None or not os.path.basename(python).startswith("python"):
         return McpLibrary(None, f"{hermes} is not a Python entry point")
     try:
-        out = subprocess.run(
-            [python, "-c", _ASK_MCP], capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False, cwd=os.sep
-        )
+        with inputtrace.expected_process():
+            out = subprocess.run(
+                [python, "-c", _ASK_MCP], capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False, cwd=os.sep
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
+        inputtrace.taint("the mcp library could not be asked about")
         return McpLibrary(None, f"cannot ask {python}: {exc}")
-    answer = out.stdout.strip()
-    if out.returncode != 0 or answer not in ("yes", "no"):
+    answer, _, searched = out.stdout.partition("\n")
+    folders = [f for f in searched.strip().split("\0") if os.path.isabs(f)]
+    if out.returncode != 0 or answer not in ("yes", "no") or not folders:
+        inputtrace.taint("the mcp library probe named no import path")
         return McpLibrary(None, f"{python} did not answer")
+    inputtrace.vouch(inputtrace.STAT, [python])
+    inputtrace.vouch(inputtrace.FOLDER, folders)
     return McpLibrary(answer == "yes", python)
 
 

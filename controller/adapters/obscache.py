@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from controller import __version__, bounded
-from controller.adapters import configfile, fsio, inputtrace
+from controller.adapters import configfile, fsio
 from controller.adapters.home import HomeLayout, check_state_path
 
 VERSION = 2  # 2: a profile whose owner marker names another profile is never cached
@@ -55,7 +55,6 @@ def stat_keys(paths: Iterable[str]) -> tuple[Key, ...] | None:
     """The stat key of each path (None for an absent one); None when one is a symlink or cannot be
     stat'ed (such a unit is never cached)."""
     keys: list[Key] = []
-    folders: list[str] = []
     for path in paths:
         try:
             st = os.lstat(path)
@@ -66,11 +65,7 @@ def stat_keys(paths: Iterable[str]) -> tuple[Key, ...] | None:
             return None
         if stat.S_ISLNK(st.st_mode):
             return None
-        if stat.S_ISDIR(st.st_mode):
-            folders.append(path)
         keys.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    # A hit vouches for what a folder holds by its mtime: a trace (the settled plan) keys it so too.
-    inputtrace.vouch(inputtrace.FOLDER, folders)
     return tuple(keys)
 
 

@@ -35,7 +35,7 @@ VERSION = 1
 MAX_BYTES = 256 * 1024 * 1024  # about 3 MB a 1,000 bots: room for 50,000 and more
 MAX_RECORDS = inputtrace.MAX_PATHS
 MAX_DIGESTED_BYTES = 256 * 1024 * 1024  # what a check may read again (racy files), in all
-KINDS = frozenset({inputtrace.FILE, inputtrace.FOLDER, inputtrace.STAT, inputtrace.LSTAT})
+KINDS = frozenset({inputtrace.FILE, inputtrace.FOLDER, inputtrace.STAT, inputtrace.LSTAT, inputtrace.LINK})
 # Set anew for each command or session (by the shell, sshd, a terminal, systemd, pytest for each
 # phase of a test) and read by no plan: left out of the environment's digest.
 SHELL_ONLY = frozenset(
@@ -62,7 +62,7 @@ class Settled:
             params == self.params
             and process_key(self.salt) == self.process
             and code_key() == self.code
-            and inputtrace.unchanged(self.records)
+            and inputtrace.unchanged(self.records, self.salt.encode())
         )
 
 

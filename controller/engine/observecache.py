@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from controller.adapters import filewatch, home, obscache, sessions
+from controller.adapters import filewatch, home, inputtrace, obscache, sessions
 from controller.adapters import inventory as inventory_file
 from controller.adapters.home import ProfileLayout
 from controller.core.types import LiveProfile
@@ -61,6 +61,19 @@ def no_links(path: Path) -> bool:
         except OSError:
             continue
     return True
+
+
+# The entries the containment check looks at (home.PROFILE_ENTRIES) whose kind no lookup of a
+# fenced profile lstats already (fence_keys: its folders; profile_keys: the files it reads).
+_LINKS_ONLY = tuple(e for e in home.PROFILE_ENTRIES if e not in {*PROFILE_FILES, inventory_file.MARKER, L.ASSETS, L.CRON})
+
+
+def vouch_fence(path: Path) -> None:
+    """A fence hit says that no entry hermes-fleet writes in the profile is a link: a trace (the
+    settled plan) records that of each such entry. Not the folders' listings, which their keys in
+    the cache stand for: a running gateway renames a heartbeat into cron/ every minute."""
+    base = f"{path}/"
+    inputtrace.vouch(inputtrace.LINK, [base + e for e in _LINKS_ONLY])
 
 
 def botchat_keys(path: Path) -> tuple[obscache.Key, ...] | None:

@@ -264,6 +264,7 @@ def _check_profile(root: Path, name: str, cache: obscache.ObservationCache | Non
     path = home.check_profile_dir(root, name)
     hit, fenced, keys = cache.lookup(f"fence:{name}", lambda: observecache.fence_keys(path))
     if hit and fenced is True:
+        observecache.vouch_fence(path)
         return path
     home.check_profile(root, name)
     if observecache.no_links(path):

@@ -101,10 +101,8 @@ class Child:
 def start(files: list[str], parse: Callable[[str], Parsed | None], *, force: bool = False) -> Child | None:
     """Fork a child that parses the last files of `files` with `parse` (None: no child, parse all
     here). `force` skips the checks of worth (tests use it on small fleets), never those of safety."""
-    if not _can_fork():
-        return None
     share = _share(files, MIN_SHARE_BYTES if not force else 0)
-    if not share:
+    if not share or not _can_fork():  # the cheap check first: most fleets never look at /proc
         return None
     read_fd, write_fd = os.pipe()
     try:

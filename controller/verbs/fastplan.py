@@ -42,6 +42,11 @@ def params(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     return chosen
 
 
+def reads_stdin(args: argparse.Namespace) -> bool:
+    """`-f -`: manifests read from stdin, which no stat key vouches for (never kept, never replayed)."""
+    return "-" in [os.fspath(f) for f in getattr(args, "files", None) or []]
+
+
 def view_of(args: argparse.Namespace) -> str:
     return "quiet" if getattr(args, "quiet", False) else "detail" if getattr(args, "detail", False) else "default"
 
@@ -54,7 +59,7 @@ def answer(args: argparse.Namespace) -> int | None:
     """The exit code after printing the settled plan, or None: plan in full."""
     if any(getattr(args, name, None) for name in OFF) or os.environ.get(NO_CACHE_ENV) == "1":
         return None
-    if args.output not in ("text", "json"):
+    if args.output not in ("text", "json") or reads_stdin(args):
         return None
     try:
         root = resolve_root(args.home)

@@ -267,14 +267,14 @@ def settle(args: argparse.Namespace, root: Path) -> None:
     so the next `plan` with the same inputs answers without reading them again. Kept only when
     that plan changes nothing and read only what stat keys vouch for. A write that fails is the
     apply's error, as the observation cache's (docs/performance.md#the-settled-plan)."""
-    if not obscache.wanted() or "-" in (args.files or []):
+    if not obscache.wanted() or fastplan.reads_stdin(args):
         return  # manifests from stdin cannot be read again (nor keyed)
     salt = settled.new_salt()
     errors = io.StringIO()
     try:
         cache = str(HomeLayout(root).state.cache)
         with (
-            inputtrace.tracing(skip=[cache]) as trace,
+            inputtrace.tracing(skip=[cache], salt=salt.encode()) as trace,
             parallel.in_one_process(),  # a fork, and the looks at /proc deciding on one, have no stat key
             contextlib.redirect_stderr(MaskedStream(errors)),
         ):
@@ -290,13 +290,12 @@ def settle(args: argparse.Namespace, root: Path) -> None:
         return
     if any(c.action is not Action.NOOP for c in planned.plan.changes):
         return
-    records = [(kind, path, r.key, r.digest) for (kind, path), r in trace.records.items()]
     memo = settled.Settled(
         params=fastplan.params(args, root),
         process=settled.process_key(salt),
         code=settled.code_key(),
         salt=salt,
-        records=records,
+        records=trace.inputs(),
         outputs={"stderr": errors.getvalue(), **settled_outputs(planned, args)},
     )
     settled.save(root, memo)
