@@ -342,3 +342,15 @@ def test_manifests_from_stdin_keep_nothing(home: Path, manifests: Path, monkeypa
     monkeypatch.setattr(sys, "stdin", stdio.TextIOWrapper(stdio.BytesIO(manifest.read_bytes())))
     assert hermes_fleet("apply", "-f", "-", "--home", home).code == 0
     assert not settled.path_of(home).exists()
+
+
+def test_a_fleet_above_the_limit_keeps_no_settled_plan(home: Path, manifests: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above SETTLE_MAX_BOTS the apply keeps no settled plan (its own plan would cost the apply a
+    third more time and memory at 10,000 bots); its next plan plans in full."""
+    monkeypatch.setattr(plan_verb, "SETTLE_MAX_BOTS", 1)
+    manifest = write_fleet(manifests, [BOT, {"name": "beta"}])
+    assert apply(manifest, home).code == 0
+    assert not settled.path_of(home).exists()
+    monkeypatch.setattr(plan_verb, "SETTLE_MAX_BOTS", 2)
+    assert apply(manifest, home).code == 0
+    assert settled.path_of(home).exists()
