@@ -113,7 +113,8 @@ def new_salt() -> str:
 
 
 def save(root: Path, settled: Settled) -> None:
-    """Write it (atomic, 0600). An OSError is the caller's to ignore: the memo is only a shortcut."""
+    """Write it (atomic, 0600). A failed write is a HermesStateError (fsio), the apply's error as
+    the observation cache's is (verbs/plan.py `settle`)."""
     path = path_of(root)
     check_state_path(root, path.parent)
     fsio.make_dirs(path.parent, mode=0o700)
